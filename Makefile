@@ -1,0 +1,40 @@
+# Faultline: `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP) ## Create the virtualenv in .venv with every dependency
+
+run: $(STAMP) ## Run Faultline: diagnose the generated demo bundle
+	$(BIN)/python manage.py demo_bundle var/demo/bundle
+	$(BIN)/python manage.py diagnose var/demo/bundle --format text
+
+test: $(STAMP) ## Run the test suite (starts PostgreSQL and Redis when they are not running)
+	scripts/services.sh
+	$(BIN)/pytest
+
+lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
+	$(BIN)/python bench/engine.py
+
+score: $(STAMP) ## Score the engine on ../shared/scenarios/dev (when that folder exists)
+	. $(BIN)/activate && python3 ../shared/tools/score.py ../shared/scenarios/dev -- python manage.py diagnose
+
+.PHONY: help venv run test lint bench score

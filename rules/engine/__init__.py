@@ -1,0 +1,32 @@
+"""Faultline's attribution engine: ``AttemptContext + RuleSet -> Diagnosis``.
+
+A pure library: the standard library and its regex engines, no Django, no network, no clock.
+The same context and rule set give byte-identical output.
+"""
+
+from rules.engine.attribution import attribute
+from rules.engine.context import AttemptContext
+from rules.engine.extract import Extractor
+from rules.engine.loader import RuleError, RuleSetError, load_rules, parse_ruleset
+from rules.engine.report import build, to_json, to_text
+from rules.engine.ruleset import RuleSet
+
+__all__ = ["Engine", "RuleError", "RuleSetError", "diagnose", "load_rules", "parse_ruleset", "to_json", "to_text"]
+
+
+class Engine:
+    """A rule set compiled for scanning. Build one per rule set and reuse it across attempts."""
+
+    def __init__(self, ruleset: RuleSet):
+        self.ruleset = ruleset
+        self.extractor = Extractor(ruleset)
+
+    def diagnose(self, context: AttemptContext) -> dict:
+        events, stats = self.extractor.extract(context)
+        result = attribute(events, context.attempt, self.ruleset)
+        return build(context, self.ruleset, result, stats)
+
+
+def diagnose(context: AttemptContext, ruleset: RuleSet) -> dict:
+    """Diagnose one attempt with ``ruleset`` (compiles the rule set; use ``Engine`` to reuse it)."""
+    return Engine(ruleset).diagnose(context)

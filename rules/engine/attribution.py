@@ -1,0 +1,260 @@
+"""From events to an attribution: scope, conditions, explanation, ranking and the outcome.
+
+1. Scope: events on hosts outside the attempt, or (for system logs, scheduler events and metrics)
+   outside its window plus a margin, never become causes.
+2. Conditions: count thresholds and solo / not-solo conditions drop events whose rule does not hold.
+3. Explanation: a cause explains the events its ``explains`` (cascade) and ``suppresses`` (teardown)
+   select. An event explained by a cause of another classification is not a root of its own; when
+   two classifications explain each other, the higher-ranked one wins.
+4. Candidates: the unexplained causes, one per classification (domain, subdomain). A candidate that
+   starts more than ``late_window`` after the first one is a consequence, not the root.
+5. Ranking: precedence, then earliest time, then explained events, then a stable tie-break.
+   Candidates of equal precedence closer than ``ambiguity_window`` cannot be ranked apart: the
+   outcome is ``ambiguous``. With no candidate it is ``unattributed``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rules.engine.context import Attempt
+from rules.engine.events import Event
+from rules.engine.ruleset import RuleSet, Selector
+
+INFINITY = float("inf")
+
+
+@dataclass
+class Candidate:
+    domain: str
+    subdomain: str
+    events: list[Event]  # unexplained cause events of this classification, in time order
+    explained: int = 0  # events this candidate's causes explain
+    nodes: list[str] = field(default_factory=list)
+
+    @property
+    def precedence(self) -> int:
+        return max(e.rule.precedence for e in self.events)
+
+    @property
+    def first(self) -> float:
+        """When the cause began: its earliest exactly dated event (an inherited time is only a lower bound)."""
+        exact = [e.time for e in self.events if e.time is not None and e.exact]
+        if exact:
+            return min(exact)
+        return min((e.time for e in self.events if e.time is not None), default=INFINITY)
+
+    @property
+    def lead(self) -> Event:
+        """The event that names the cause: highest precedence, then earliest."""
+        return min(self.events, key=lambda e: (-e.rule.precedence, *e.sort_key()))
+
+    def rank_key(self) -> tuple:
+        return (-self.precedence, self.first, -self.explained, self.domain, self.subdomain, tuple(self.nodes))
+
+
+@dataclass
+class Attribution:
+    outcome: str
+    candidates: list[Candidate]  # the root first; several when ambiguous
+    events: list[Event]  # every event in scope that survived the conditions, in time order
+    out_of_scope: list[Event]
+
+
+def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attribution:
+    settings = ruleset.settings
+    start, end = attempt.start.timestamp(), attempt.end.timestamp()
+    nodes = set(attempt.nodes)
+    for event in events:
+        event.in_scope = _in_scope(event, nodes, start - settings.scope_margin, end + settings.scope_margin)
+    scoped = sorted((e for e in events if e.in_scope), key=Event.sort_key)
+    out_of_scope = sorted((e for e in events if not e.in_scope), key=Event.sort_key)
+    scoped = _apply_conditions(scoped)
+
+    by_rule: dict[str, list[Event]] = defaultdict(list)
+    for event in scoped:
+        by_rule[event.rule.id].append(event)
+    causes = [e for e in scoped if e.rule.role == "cause"]
+    explains = _explanations(causes, by_rule, ruleset)
+
+    groups: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for event in causes:
+        groups[event.rule.classification].append(event)
+    group_rank = {key: _group_key(key, members) for key, members in groups.items()}
+
+    explained_by: dict[Event, tuple[Event, str]] = {}
+    for explainer, targets in explains.items():
+        for target, mode in targets:
+            if (
+                target in explained_by
+                or target.rule.role == "cause"
+                and _loses_to(target, explainer, explains, group_rank)
+            ):
+                continue
+            explained_by[target] = (explainer, mode)
+    for event in scoped:
+        if event in explained_by:
+            explainer, mode = explained_by[event]
+            event.explained_by = explainer
+            event.role = mode if event.rule.role == "cause" else (event.rule.symptom_kind or mode)
+        elif event.rule.role == "symptom":
+            event.role = event.rule.symptom_kind
+        elif event.rule.role == "context":
+            event.role = "context"
+
+    candidates = []
+    for (domain, subdomain), members in sorted(groups.items()):
+        alive = [e for e in members if e not in explained_by]
+        if not alive:
+            continue
+        candidate = Candidate(domain, subdomain, alive)
+        candidate.explained = sum(len(explains.get(e, ())) for e in members)
+        candidate.nodes = _root_nodes(alive, attempt)
+        candidates.append(candidate)
+    candidates = _drop_late(candidates, settings.late_window)
+    candidates.sort(key=Candidate.rank_key)
+    if not candidates:
+        return Attribution("unattributed", [], scoped, out_of_scope)
+    top = candidates[0]
+    tied = [
+        c
+        for c in candidates[1:]
+        if c.precedence == top.precedence and abs(c.first - top.first) <= settings.ambiguity_window
+    ]
+    chosen = [top, *tied]
+    for candidate in chosen:
+        for event in candidate.events:
+            event.role = "root_cause" if not tied else "candidate"
+    return Attribution("ambiguous" if tied else "attributed", chosen, scoped, out_of_scope)
+
+
+def _in_scope(event: Event, nodes: set[str], low: float, high: float) -> bool:
+    if event.node is not None and event.node not in nodes:
+        return False
+    if event.kind == "app" and not event.exact:
+        return True  # the workload's own output, dated only by an earlier line
+    return event.time is not None and low <= event.time <= high
+
+
+def _apply_conditions(events: list[Event]) -> list[Event]:
+    """Drop events whose rule's count threshold or solo / not-solo condition does not hold."""
+    by_rule: dict[str, list[Event]] = defaultdict(list)
+    for event in events:
+        by_rule[event.rule.id].append(event)
+    dropped: set[Event] = set()
+    for members in by_rule.values():
+        count = members[0].rule.count
+        if count is None:
+            continue
+        buckets: dict[str | None, list[Event]] = defaultdict(list)
+        for event in members:
+            buckets[event.node if count.scope == "node" else None].append(event)
+        for bucket in buckets.values():
+            if not _reaches(bucket, count.minimum, count.nodes, count.within):
+                dropped.update(bucket)
+    for event in events:
+        rule = event.rule
+        if rule.solo and _any_near(event, rule.solo, events, by_rule):
+            dropped.add(event)
+        if rule.not_solo and not _any_near(event, rule.not_solo, events, by_rule):
+            dropped.add(event)
+    return [e for e in events if e not in dropped]
+
+
+def _reaches(events: list[Event], minimum: int, nodes: int, within: float) -> bool:
+    """True when some window of ``within`` seconds holds ``minimum`` occurrences on ``nodes`` distinct nodes."""
+    timed = sorted(((e.time, e.count, e.node) for e in events if e.time is not None), key=lambda t: t[:2])
+    if not timed:
+        return sum(e.count for e in events) >= minimum and len({e.node for e in events}) >= nodes
+    total, left = 0, 0
+    for right, (time, count, _) in enumerate(timed):
+        total += count
+        while time - timed[left][0] > within:
+            total -= timed[left][1]
+            left += 1
+        if total >= minimum and len({node for _, _, node in timed[left : right + 1]}) >= nodes:
+            return True
+    return False
+
+
+def _any_near(event: Event, selector: Selector, events: list[Event], by_rule) -> bool:
+    for other in _selected(selector, by_rule):
+        if other is event:
+            continue
+        if selector.scope == "node" and other.node != event.node:
+            continue
+        if selector.in_window(event.time, other.time, event.exact, other.exact):
+            return True
+    return False
+
+
+def _selected(selector: Selector, by_rule: dict[str, list[Event]]):
+    for members in by_rule.values():
+        if selector.selects(members[0].rule):
+            yield from members
+
+
+def _explanations(causes: list[Event], by_rule, ruleset: RuleSet) -> dict[Event, list[tuple[Event, str]]]:
+    """For each cause, the events it explains and how (cascade or teardown)."""
+    out: dict[Event, list[tuple[Event, str]]] = {}
+    for cause in causes:
+        found = []
+        relations = [(s, "cascade") for s in cause.rule.explains] + [(s, "teardown") for s in cause.rule.suppresses]
+        for selector, mode in relations:
+            for other in _selected(selector, by_rule):
+                if other is cause:
+                    continue
+                if selector.scope == "node" and (other.node is None or other.node != cause.node):
+                    continue
+                if not selector.in_window(cause.time, other.time, cause.exact, other.exact):
+                    continue
+                found.append((other, mode))
+        if found:
+            out[cause] = found
+    return out
+
+
+def _group_key(classification: tuple[str, str], members: list[Event]) -> tuple:
+    first = min((e.time for e in members if e.time is not None), default=INFINITY)
+    return (-max(e.rule.precedence for e in members), first, classification)
+
+
+def _loses_to(target: Event, explainer: Event, explains, group_rank) -> bool:
+    """True when ``target`` must not be explained by ``explainer``: same classification, or the
+    target's classification explains the explainer's and ranks higher (mutual explanation)."""
+    target_group, explainer_group = target.rule.classification, explainer.rule.classification
+    if target_group == explainer_group:
+        return True
+    if group_rank[target_group] >= group_rank[explainer_group]:
+        return False
+    return any(
+        other is explainer for cause, targets in explains.items() if cause.rule.classification == target_group
+        for other, _ in targets
+    )  # fmt: skip
+
+
+def _root_nodes(events: list[Event], attempt: Attempt) -> list[str]:
+    """The cause's nodes: those of its most telling events (highest precedence that names a node).
+
+    A job-level rule, or the same cause on every node, belongs to the whole job: no nodes.
+    """
+    if any(e.rule.nodes == "job" for e in events):
+        return []
+    nodes: list[str] = []
+    for precedence in sorted({e.rule.precedence for e in events}, reverse=True):
+        nodes = sorted({e.node for e in events if e.node is not None and e.rule.precedence == precedence})
+        if nodes:
+            break
+    if len(attempt.nodes) > 1 and set(nodes) >= set(attempt.nodes):
+        return []
+    return nodes
+
+
+def _drop_late(candidates: list[Candidate], late_window: float) -> list[Candidate]:
+    if not candidates:
+        return candidates
+    first = min(c.first for c in candidates)
+    if first == INFINITY:
+        return candidates
+    return [c for c in candidates if c.first == INFINITY or c.first - first <= late_window]

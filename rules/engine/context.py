@@ -1,0 +1,120 @@
+"""What the engine reads: everything known about one attempt (ARCHITECTURE.md, "AttemptContext").
+
+Connectors build these objects; the engine never touches a database, the network or the clock.
+Log streams are read lazily (``LogStream.open``) so that a bundle of any size is streamed, never
+loaded whole.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import BinaryIO
+
+SYSTEM_STREAMS = frozenset({"syslog", "kern", "messages", "dmesg", "journal"})
+SCHEDULER_STREAMS = frozenset({"slurmd", "slurmctld", "kubelet"})
+
+STREAM_KINDS = ("system", "app", "scheduler", "events", "metrics")
+
+
+def stream_kind(name: str) -> str:
+    """The kind of a log stream from its name (CONTRACTS.md section 1)."""
+    if name in SYSTEM_STREAMS:
+        return "system"
+    if name in SCHEDULER_STREAMS:
+        return "scheduler"
+    return "app"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """The scheduler's record of one attempt (``attempt.json``)."""
+
+    cluster: str
+    scheduler: str
+    job_id: str
+    attempt: int
+    nodes: tuple[str, ...]
+    start: datetime
+    end: datetime
+    state: str
+    name: str = ""
+    user: str = ""
+    exit_code: str = ""
+    reason: str = ""
+    ranks: dict[int, str] = field(default_factory=dict)
+    timezone: str = "UTC"
+
+    def node_of_rank(self, rank: int) -> str | None:
+        return self.ranks.get(rank)
+
+
+@dataclass(frozen=True)
+class LogStream:
+    """One log stream: a node's stream (``node`` set) or workload-level output (``node`` None).
+
+    ``ref`` is the stream's path inside the bundle (``logs/node02/syslog.log``); evidence points at
+    ``ref:line``. ``opener`` returns a binary file object positioned at the start of the stream.
+    """
+
+    ref: str
+    name: str
+    node: str | None
+    opener: Callable[[], BinaryIO]
+
+    @property
+    def kind(self) -> str:
+        return stream_kind(self.name)
+
+    @classmethod
+    def from_path(cls, ref: str, name: str, node: str | None, path: Path) -> LogStream:
+        return cls(ref=ref, name=name, node=node, opener=lambda: open(path, "rb"))  # noqa: SIM115
+
+    @classmethod
+    def from_bytes(cls, ref: str, name: str, node: str | None, data: bytes) -> LogStream:
+        return cls(ref=ref, name=name, node=node, opener=lambda: io.BytesIO(data))
+
+
+@dataclass(frozen=True)
+class SchedulerEvent:
+    """A scheduler or Kubernetes event (``events/*.json``), flattened."""
+
+    time: datetime | None
+    node: str | None
+    source: str
+    reason: str
+    message: str
+    ref: str
+
+
+@dataclass(frozen=True)
+class MetricSeries:
+    """One Prometheus series over the attempt's window: labels and (unix time, value) samples."""
+
+    name: str
+    labels: dict[str, str]
+    samples: tuple[tuple[float, float], ...]
+    node: str | None
+    ref: str
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    """What a connector could or could not gather, reported into the diagnosis's ``sources``."""
+
+    name: str
+    kind: str
+    status: str  # ok | partial | missing | unreadable | error
+    detail: str
+
+
+@dataclass(frozen=True)
+class AttemptContext:
+    attempt: Attempt
+    streams: tuple[LogStream, ...] = ()
+    events: tuple[SchedulerEvent, ...] = ()
+    metrics: tuple[MetricSeries, ...] = ()
+    reports: tuple[SourceReport, ...] = ()

@@ -1,0 +1,394 @@
+"""Extract events: run the rules over the attempt's log streams, scheduler events, metrics and record.
+
+Log streams are read in blocks; one prefilter scan per block finds candidate lines and only those
+are decoded, normalised and matched with the rules' RE2 patterns. Memory stays bounded whatever
+the size of a stream: a block at a time, and a capped number of distinct events per rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from rules.engine.context import AttemptContext, LogStream
+from rules.engine.events import Event
+from rules.engine.normalise import AUDIT_ANCHOR, BOOT_START, RTC_ANCHOR, BootClock, Clock, Parsed, parse_line
+from rules.engine.prefilter import Prefilter
+from rules.engine.ruleset import Rule, RuleSet
+
+BLOCK_BYTES = 8 << 20
+MAX_LINE_BYTES = 1 << 20  # longer lines are matched in pieces of this size
+INHERIT_LOOKBACK = 2000  # lines searched backwards for a timestamp to inherit
+EVENTS_PER_RULE = 500  # distinct events kept per rule and stream; further ones only count
+ANCHORS = (RTC_ANCHOR.pattern, AUDIT_ANCHOR.pattern, BOOT_START.pattern)
+
+
+@dataclass
+class StreamStats:
+    stream: LogStream
+    lines: int = 0
+    bytes: int = 0
+    error: str = ""
+    first: float | None = None
+    last: float | None = None
+
+
+class _Plan:
+    """The patterns of one stream kind, behind one prefilter."""
+
+    def __init__(self, rules: list[Rule], anchors: bool):
+        self.entries: list[tuple[Rule | None, object, tuple]] = []
+        patterns = []
+        for rule in rules:
+            for text, regex in zip(rule.patterns, rule.compiled, strict=True):
+                self.entries.append((rule, regex, _filters_for(rule, regex)))
+                patterns.append(text)
+        if anchors:
+            for text in ANCHORS:
+                self.entries.append((None, None, ()))
+                patterns.append(text)
+        self.prefilter = Prefilter(patterns)
+
+
+class Extractor:
+    """Compiled once per rule set; ``extract`` runs it on one attempt."""
+
+    def __init__(self, ruleset: RuleSet):
+        self.ruleset = ruleset
+        self.plans = {
+            kind: _Plan([r for r in ruleset.rules if r.patterns and kind in r.kinds], anchors=kind == "system")
+            for kind in ("system", "app", "scheduler")
+        }
+        self.event_rules = [r for r in ruleset.rules if r.patterns and "events" in r.kinds]
+        self.metric_rules = [r for r in ruleset.rules if r.metric]
+        self.attempt_rules = [r for r in ruleset.rules if r.attempt]
+
+    def extract(self, context: AttemptContext) -> tuple[list[Event], list[StreamStats]]:
+        attempt = context.attempt
+        clock = Clock(attempt.timezone, attempt.start, attempt.end)
+        nodes = NodeNames(attempt.nodes)
+        events: list[Event] = []
+        stats = []
+        for stream in sorted(context.streams, key=lambda s: s.ref):
+            found, stat = self.scan_stream(stream, clock, nodes, attempt.ranks)
+            events.extend(found)
+            stats.append(stat)
+        events.extend(self.scheduler_events(context, nodes))
+        events.extend(self.metric_events(context, nodes))
+        events.extend(self.attempt_events(context))
+        return events, stats
+
+    # -- log streams --
+
+    def scan_stream(self, stream: LogStream, clock: Clock, nodes: NodeNames, ranks: dict[int, str]):
+        kind = stream.kind
+        plan = self.plans[kind]
+        system = kind == "system"
+        allowed = [rule is None or rule.applies_to(kind, stream.name) for rule, _, _ in plan.entries]
+        stat = StreamStats(stream)
+        found: dict[tuple, Event] = {}
+        per_rule: dict[str, list[Event]] = defaultdict(list)
+        boot = BootClock()
+        pending: list[tuple[Event, int, float]] = []  # events dated by kernel uptime, resolved at the end
+        line_base = 0
+        carried: tuple[float | None, float | None] = (None, None)  # last (time, uptime) of earlier blocks
+        try:
+            handle = stream.opener()
+        except OSError as exc:
+            stat.error = f"unreadable ({exc.strerror or exc})"
+            return [], stat
+        try:
+            with handle:
+                for block in _blocks(handle):
+                    stat.bytes += len(block)
+                    memo_pos, memo = 0, carried
+                    cursor_pos, cursor_line = 0, line_base
+                    for line_start, pids in _group(plan.prefilter.scan(block) if any(allowed) else []):
+                        cursor_line += block.count(b"\n", cursor_pos, line_start)
+                        cursor_pos = line_start
+                        line_no = cursor_line + 1
+                        line_end = block.find(b"\n", line_start)
+                        text = _decode(block[line_start : line_end if line_end != -1 else len(block)])
+                        rule_pids = []
+                        for pid in pids:
+                            if plan.entries[pid][0] is None:
+                                boot.see(line_no, text)
+                            elif allowed[pid]:
+                                rule_pids.append(pid)
+                        if not rule_pids:
+                            continue
+                        parsed = parse_line(text, clock, system)
+                        time, uptime, exact = parsed.time, parsed.uptime, True
+                        if time is None and uptime is None:
+                            time, uptime = _inherit(block, line_start, memo_pos, memo, clock, system)
+                            exact = False
+                        memo_pos, memo = line_start, (time, uptime)
+                        node = nodes.place(stream.node, parsed, ranks)
+                        for pid in rule_pids:
+                            rule, regex, filters = plan.entries[pid]
+                            match = regex.search(parsed.message)
+                            if match is None:
+                                continue
+                            captures = {k: v for k, v in match.groupdict().items() if v is not None}
+                            if not all(f.accepts(captures) for f in filters):
+                                continue
+                            event_node = (
+                                nodes.canonical(captures.get(rule.node_from)) or node if rule.node_from else node
+                            )
+                            key = (rule.id, event_node, parsed.message[:2000])
+                            event = found.get(key)
+                            if event is None and len(per_rule[rule.id]) >= EVENTS_PER_RULE:
+                                event = per_rule[rule.id][-1]
+                            if event is not None:
+                                event.count += 1
+                                if time is not None:
+                                    event.last = time
+                                continue
+                            event = Event(
+                                rule=rule, node=event_node, time=time, exact=exact, source=stream.name, kind=kind,
+                                ref=f"{stream.ref}:{line_no}", text=text, captures=captures, last=time,
+                            )  # fmt: skip
+                            found[key] = event
+                            per_rule[rule.id].append(event)
+                            if time is None and uptime is not None:
+                                pending.append((event, line_no, uptime))
+                    stat.lines += block.count(b"\n")
+                    carried = _last_time(block, clock, system) or carried
+                    if stat.first is None:
+                        stat.first = _first_time(block, clock, system)
+                    line_base = stat.lines
+            if stat.bytes and not block.endswith(b"\n"):
+                stat.lines += 1
+        except OSError as exc:
+            stat.error = f"read failed ({exc.strerror or exc})"
+        for event, line_no, uptime in pending:
+            event.time = boot.resolve(line_no, uptime)
+            event.last = event.time
+        stat.last = carried[0] if carried[0] is not None else _uptime_time(boot, stat.lines, carried[1])
+        return list(found.values()), stat
+
+    # -- scheduler events, metrics and the attempt record --
+
+    def scheduler_events(self, context: AttemptContext, nodes: NodeNames) -> list[Event]:
+        out = []
+        for item in context.events:
+            text = f"{item.reason}: {item.message}" if item.reason else item.message
+            for rule in self.event_rules:
+                if not rule.applies_to("events", item.source):
+                    continue
+                for regex in rule.compiled:
+                    match = regex.search(text)
+                    if match is None:
+                        continue
+                    captures = {k: v for k, v in match.groupdict().items() if v is not None}
+                    if not all(f.accepts(captures) for f in _filters_for(rule, regex)):
+                        continue
+                    node = nodes.canonical((captures.get(rule.node_from) if rule.node_from else None) or item.node)
+                    time = item.time.timestamp() if item.time else None
+                    out.append(
+                        Event(
+                            rule=rule, node=node, time=time, exact=time is not None, source=item.source,
+                            kind="events", ref=item.ref, text=text, captures=captures, last=time,
+                        )
+                    )  # fmt: skip
+                    break
+        return out
+
+    def metric_events(self, context: AttemptContext, nodes: NodeNames) -> list[Event]:
+        attempt = context.attempt
+        margin = self.ruleset.settings.scope_margin
+        low, high = attempt.start.timestamp() - margin, attempt.end.timestamp() + margin
+        out = []
+        for rule in self.metric_rules:
+            condition = rule.metric
+            for series in context.metrics:
+                if not condition.selects(series.name, series.labels):
+                    continue
+                for stamp, captures, description in _metric_hits(condition, series.samples, low, high):
+                    captures = {**series.labels, **captures}
+                    if not all(f.accepts(captures) for f in rule.filters):
+                        continue
+                    labels = ",".join(f'{k}="{v}"' for k, v in sorted(series.labels.items()) if k != "__name__")
+                    out.append(
+                        Event(
+                            rule=rule, node=nodes.canonical(series.node), time=stamp, exact=True,
+                            source=series.name, kind="metrics", ref=series.ref,
+                            text=f"{series.name}{{{labels}}} {description}", captures=captures, last=stamp,
+                        )
+                    )  # fmt: skip
+                    if condition.function != "changes":
+                        break
+        return out
+
+    def attempt_events(self, context: AttemptContext) -> list[Event]:
+        attempt = context.attempt
+        text = f"state={attempt.state} exit_code={attempt.exit_code or '-'} reason={attempt.reason or '-'}"
+        end = attempt.end.timestamp()
+        captures = {"state": attempt.state, "exit_code": attempt.exit_code, "reason": attempt.reason}
+        return [
+            Event(
+                rule=rule,
+                node=None,
+                time=end,
+                exact=True,
+                source="attempt",
+                kind="scheduler",
+                ref="attempt.json",
+                text=text,
+                captures=captures,
+                last=end,
+            )  # fmt: skip
+            for rule in self.attempt_rules
+            if rule.attempt.accepts(attempt)
+        ]
+
+
+class NodeNames:
+    """Maps the names logs use for hosts (short names, FQDNs) to the attempt's node names."""
+
+    def __init__(self, nodes: tuple[str, ...]):
+        self.nodes = set(nodes)
+        self.short = {node.split(".")[0]: node for node in nodes}
+
+    def canonical(self, name: str | None) -> str | None:
+        if not name:
+            return None
+        if name in self.nodes:
+            return name
+        return self.short.get(name.split(".")[0], name)
+
+    def place(self, stream_node: str | None, parsed: Parsed, ranks: dict[int, str]) -> str | None:
+        """The node a line belongs to: its stream's node, else its host field, rank or NCCL prefix."""
+        if stream_node is not None:
+            return self.canonical(stream_node)
+        if parsed.rank is not None and parsed.rank in ranks:
+            return self.canonical(ranks[parsed.rank])
+        return self.canonical(parsed.host)
+
+
+def _filters_for(rule: Rule, regex) -> tuple:
+    """The rule's filters that apply to one of its patterns: those on captures the pattern defines."""
+    return tuple(f for f in rule.filters if f.name in regex.groupindex)
+
+
+def _metric_hits(condition, samples, low: float, high: float):
+    """(time, captures, description) for each sample where the condition holds inside [low, high]."""
+    previous = None
+    base = None
+    for stamp, value in samples:
+        if stamp < low:
+            previous = value
+            base = value
+            continue
+        if stamp > high:
+            break
+        if condition.function == "changes":
+            if previous is not None and value != previous and condition.compare(value):
+                yield (
+                    stamp,
+                    {"value": _number(value), "previous": _number(previous)},
+                    (f"changed {_number(previous)} -> {_number(value)}"),
+                )
+        elif condition.function == "increase":
+            if base is None:
+                base = value
+            elif previous is not None and value < previous:  # counter reset
+                base -= previous
+            increase = value - base
+            if condition.compare(increase):
+                yield stamp, {"value": _number(increase)}, f"increased by {_number(increase)}"
+        elif condition.compare(value):  # max / min: the first sample past the threshold
+            yield (
+                stamp,
+                {"value": _number(value)},
+                f"{condition.function} {condition.op} {_number(condition.threshold)}: {_number(value)}",
+            )
+        previous = value
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if math.isfinite(value) and value == int(value) else repr(value)
+
+
+def _blocks(handle):
+    """Blocks of whole lines; a line longer than MAX_LINE_BYTES comes in pieces."""
+    carry = b""
+    while True:
+        chunk = handle.read(BLOCK_BYTES)
+        if not chunk:
+            if carry:
+                yield carry
+            return
+        buffer = carry + chunk if carry else chunk
+        cut = buffer.rfind(b"\n")
+        if cut == -1:
+            if len(buffer) >= MAX_LINE_BYTES:
+                yield buffer
+                carry = b""
+            else:
+                carry = buffer
+            continue
+        yield buffer[: cut + 1]
+        carry = buffer[cut + 1 :]
+
+
+def _group(hits: list[tuple[int, int]]):
+    """(line start, [pattern ids]) from sorted (line start, pattern id) pairs."""
+    current, pids = -1, []
+    for start, pid in hits:
+        if start != current:
+            if pids:
+                yield current, pids
+            current, pids = start, []
+        pids.append(pid)
+    if pids:
+        yield current, pids
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace").rstrip("\r")
+
+
+def _inherit(block: bytes, line_start: int, floor: int, memo, clock: Clock, system: bool):
+    """The (time, uptime) of the nearest earlier line in the stream that carries one."""
+    position = line_start
+    for _ in range(INHERIT_LOOKBACK):
+        if position <= floor:
+            return memo
+        previous_start = block.rfind(b"\n", 0, position - 1) + 1
+        parsed = parse_line(_decode(block[previous_start : position - 1]), clock, system)
+        if parsed.time is not None or parsed.uptime is not None:
+            return parsed.time, parsed.uptime
+        position = previous_start
+    return None, None
+
+
+def _last_time(block: bytes, clock: Clock, system: bool):
+    end = len(block) - 1 if block.endswith(b"\n") else len(block)
+    for _ in range(INHERIT_LOOKBACK):
+        if end <= 0:
+            return None
+        start = block.rfind(b"\n", 0, end) + 1
+        parsed = parse_line(_decode(block[start:end]), clock, system)
+        if parsed.time is not None or parsed.uptime is not None:
+            return parsed.time, parsed.uptime
+        end = start - 1
+    return None
+
+
+def _first_time(block: bytes, clock: Clock, system: bool) -> float | None:
+    start = 0
+    for _ in range(50):
+        end = block.find(b"\n", start)
+        if end == -1:
+            return None
+        parsed = parse_line(_decode(block[start:end]), clock, system)
+        if parsed.time is not None:
+            return parsed.time
+        start = end + 1
+    return None
+
+
+def _uptime_time(boot: BootClock, line_no: int, uptime: float | None) -> float | None:
+    return None if uptime is None else boot.resolve(line_no, uptime)

@@ -1,0 +1,244 @@
+"""The rule model: what a loaded rule set is made of. ``loader.py`` builds these from YAML.
+
+Rules are data. Nothing in a rule is executed: patterns are RE2 expressions (linear time, no
+backtracking), filters and conditions are a fixed set of comparisons, summaries are ``{name}``
+templates filled with captures.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+ROLES = ("cause", "symptom", "context")
+SYMPTOM_KINDS = ("cascade", "teardown")
+SCOPES = ("node", "any")
+NODE_MODES = ("event", "job")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Events a relation points at: by rule id or tag, in a time window around the event, on its node or any."""
+
+    rules: frozenset[str]
+    tags: frozenset[str]
+    within: float  # seconds after the event
+    before: float  # seconds before the event (clocks of different logs disagree a little)
+    scope: str  # node | any
+
+    def selects(self, rule: Rule) -> bool:
+        return rule.id in self.rules or not self.tags.isdisjoint(rule.tags)
+
+    def in_window(self, origin: float | None, other: float | None, origin_exact=True, other_exact=True) -> bool:
+        """Is ``other`` within [origin - before, origin + within]? An inexact (inherited) time is a lower bound."""
+        if origin is None or other is None:
+            return True
+        low = origin - self.before if other_exact else float("-inf")
+        high = origin + self.within if origin_exact else float("inf")
+        return low <= other <= high
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A comparison on one capture (or metric label/value): ``xid in [48, 63]``, ``value > 90``."""
+
+    name: str
+    op: str  # in | not_in | equals | not_equals | matches | not_matches | gt | gte | lt | lte
+    value: object
+
+    def accepts(self, captures: dict[str, str]) -> bool:
+        raw = captures.get(self.name)
+        if raw is None:
+            return self.op in ("not_in", "not_equals", "not_matches")
+        if self.op in ("in", "not_in"):
+            found = any(_same(raw, item) for item in self.value)
+            return found if self.op == "in" else not found
+        if self.op == "equals":
+            return _same(raw, self.value)
+        if self.op == "not_equals":
+            return not _same(raw, self.value)
+        if self.op == "matches":
+            return self.value.search(raw) is not None
+        if self.op == "not_matches":
+            return self.value.search(raw) is None
+        number = _number(raw)
+        if number is None:
+            return False
+        return {
+            "gt": number > self.value,
+            "gte": number >= self.value,
+            "lt": number < self.value,
+            "lte": number <= self.value,
+        }[self.op]
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(int(text, 0)) if text.lower().startswith("0x") else float(text)
+    except ValueError:
+        return None
+
+
+def _same(raw: str, expected: object) -> bool:
+    if isinstance(expected, bool):
+        return raw.lower() == str(expected).lower()
+    if isinstance(expected, int | float):
+        return _number(raw) == float(expected)
+    return raw == str(expected)
+
+
+@dataclass(frozen=True)
+class LabelMatcher:
+    name: str
+    op: str  # = | != | =~ | !~
+    value: str
+    regex: object = None
+
+    def accepts(self, labels: dict[str, str]) -> bool:
+        actual = labels.get(self.name, "")
+        if self.op == "=":
+            return actual == self.value
+        if self.op == "!=":
+            return actual != self.value
+        full = self.regex.fullmatch(actual) is not None
+        return full if self.op == "=~" else not full
+
+
+@dataclass(frozen=True)
+class MetricCondition:
+    """``series`` with label matchers, and a condition over the attempt's window.
+
+    ``increase > N`` (a counter grew by more than N), ``changes`` (a gauge took a new value: one event
+    per change, capture ``value``), ``max > N`` / ``min < N`` (first sample past the threshold).
+    """
+
+    series: str
+    labels: tuple[LabelMatcher, ...]
+    function: str  # increase | changes | max | min
+    op: str | None
+    threshold: float | None
+    series_regex: object = None  # set when ``series`` is written "~REGEX"
+
+    def selects(self, name: str, labels: dict[str, str]) -> bool:
+        if self.series_regex is not None:
+            if self.series_regex.fullmatch(name) is None:
+                return False
+        elif name != self.series:
+            return False
+        return all(m.accepts(labels) for m in self.labels)
+
+    def compare(self, value: float) -> bool:
+        if self.op is None:
+            return True
+        return {
+            ">": value > self.threshold,
+            ">=": value >= self.threshold,
+            "<": value < self.threshold,
+            "<=": value <= self.threshold,
+            "==": value == self.threshold,
+            "!=": value != self.threshold,
+        }[self.op]
+
+
+@dataclass(frozen=True)
+class AttemptCondition:
+    """A condition on the scheduler's record: final state, exit code, reason, scheduler kind."""
+
+    states: frozenset[str]
+    exit_codes: frozenset[str]
+    reason: object  # compiled RE2 or None
+    schedulers: frozenset[str]
+
+    def accepts(self, attempt) -> bool:
+        if self.states and attempt.state.upper() not in self.states:
+            return False
+        if self.exit_codes and attempt.exit_code not in self.exit_codes:
+            return False
+        if self.schedulers and attempt.scheduler not in self.schedulers:
+            return False
+        return self.reason is None or self.reason.search(attempt.reason or "") is not None
+
+
+@dataclass(frozen=True)
+class CountThreshold:
+    """At least ``minimum`` occurrences (and events on ``nodes`` distinct nodes) within ``within`` seconds."""
+
+    minimum: int
+    within: float
+    scope: str
+    nodes: int = 1
+
+
+@dataclass(frozen=True, eq=False)
+class Rule:
+    id: str
+    description: str
+    role: str
+    file: str
+    line: int
+    sources: tuple[str, ...] = ()
+    kinds: frozenset[str] = frozenset()
+    names: tuple[str, ...] = ()  # stream-name globs; empty means every stream of the kinds
+    patterns: tuple[str, ...] = ()
+    compiled: tuple[object, ...] = ()
+    filters: tuple[Filter, ...] = ()
+    metric: MetricCondition | None = None
+    attempt: AttemptCondition | None = None
+    symptom_kind: str | None = None  # cascade | teardown (symptoms only)
+    domain: str | None = None
+    subdomain: str | None = None
+    action: str | None = None
+    precedence: int = 50
+    summary: str = ""
+    nodes: str = "event"  # event | job
+    node_from: str | None = None
+    tags: frozenset[str] = frozenset()
+    explains: tuple[Selector, ...] = ()
+    suppresses: tuple[Selector, ...] = ()
+    count: CountThreshold | None = None
+    solo: Selector | None = None
+    not_solo: Selector | None = None
+    fields: dict[str, int] = field(default_factory=dict)  # field name -> line, for error messages
+
+    def applies_to(self, kind: str, name: str) -> bool:
+        if kind not in self.kinds:
+            return False
+        return not self.names or any(fnmatch.fnmatchcase(name, glob) for glob in self.names)
+
+    @property
+    def classification(self) -> tuple[str, str]:
+        return (self.domain or "", self.subdomain or "")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Engine settings a rule set may change (``settings:`` in any rule file)."""
+
+    scope_margin: float = 300.0  # seconds around the attempt's window in which system events count
+    ambiguity_window: float = 5.0  # causes of equal precedence this close cannot be ranked apart
+    late_window: float = 900.0  # a cause starting this long after the first cause is not the root
+    evidence_cap: int = 40
+    symptom_evidence_per_rule: int = 3
+    context_cap: int = 10
+    text_cap: int = 500
+
+
+@dataclass(frozen=True, eq=False)
+class RuleSet:
+    name: str
+    version: str
+    digest: str
+    rules: tuple[Rule, ...]
+    settings: Settings = Settings()
+
+    def by_id(self) -> dict[str, Rule]:
+        return {rule.id: rule for rule in self.rules}
+
+
+_TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def render(template: str, values: dict[str, str]) -> str:
+    """Fill ``{name}`` placeholders from ``values``; unknown names stay as written. Never evaluates anything."""
+    return _TEMPLATE.sub(lambda m: values.get(m.group(1), m.group(0)), template)

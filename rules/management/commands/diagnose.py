@@ -1,0 +1,42 @@
+"""``manage.py diagnose BUNDLE_DIR [--rules PATH] [--format json|text]`` (CONTRACTS.md section 4).
+
+Runs the engine on one bundle without touching the database. Exit 0 when a diagnosis was produced,
+2 with a one-line message on stderr when the bundle or the rules cannot be used.
+"""
+
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from connectors.localfiles import BundleError, load_bundle
+from rules.engine import RuleSetError, diagnose, load_rules, to_json, to_text
+
+
+class Command(BaseCommand):
+    help = "Diagnose one attempt bundle and print the diagnosis (no database needed)."
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("bundle", help="the attempt bundle directory")
+        parser.add_argument("--rules", help="a rule file or directory instead of the default rule pack")
+        parser.add_argument("--format", choices=("json", "text"), default="json")
+
+    def handle(self, *args, bundle, rules, format, **options):
+        try:
+            context = load_bundle(bundle)
+        except BundleError as exc:
+            self.fail(f"unusable bundle: {exc}")
+        try:
+            ruleset = load_rules(rules or settings.FAULTLINE_RULES_PATH)
+        except RuleSetError as exc:
+            self.fail(
+                f"invalid rules: {exc.errors[0]}"
+                + (f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else "")
+            )
+        result = diagnose(context, ruleset)
+        self.stdout.write(to_json(result) if format == "json" else to_text(result), ending="")
+
+    def fail(self, message: str):
+        sys.stderr.write(f"diagnose: {message}\n")
+        sys.exit(2)
