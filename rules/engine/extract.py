@@ -18,7 +18,7 @@ from rules.engine.prefilter import Prefilter
 from rules.engine.ruleset import Rule, RuleSet
 
 BLOCK_BYTES = 8 << 20
-MAX_LINE_BYTES = 1 << 20  # longer lines are matched in pieces of this size
+MAX_LINE_BYTES = 16 << 20  # longer lines are matched in pieces of this size (a match across pieces is lost)
 INHERIT_LOOKBACK = 2000  # lines searched backwards for a timestamp to inherit
 EVENTS_PER_RULE = 500  # distinct events kept per rule and stream; further ones only count
 ANCHORS = (RTC_ANCHOR.pattern, AUDIT_ANCHOR.pattern, BOOT_START.pattern)

@@ -103,7 +103,7 @@ class Prefilter:
                 end = block.find(b"\n", start)
                 if end == -1:
                     end = length
-                ids = match(block[start:end].decode("utf-8", "replace"))
+                ids = match(block[start:end].decode("utf-8", "replace")) or ()
                 hits.extend((start, pid) for pid in sorted(ids))
                 start = end + 1
             return hits

@@ -1,0 +1,85 @@
+"""`manage.py diagnose` as CONTRACTS.md section 4 specifies it: run as a real process, no database."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rules.tests.bundles import write_bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+XID_79 = {
+    "node02/syslog.log": ["Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."]
+}
+
+
+def diagnose(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", "diagnose", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_prints_the_diagnosis_json_and_exits_0(tmp_path):
+    done = diagnose(str(write_bundle(tmp_path, logs=XID_79)))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["schema"] == "faultline.diagnosis/v1"
+    assert (result["outcome"], result["subdomain"], result["root_cause"]["nodes"]) == (
+        "attributed",
+        "gpu.bus",
+        ["node02"],
+    )
+    assert result["ruleset"]["name"] == "default"
+
+
+def test_output_is_byte_identical_across_runs(tmp_path):
+    bundle = str(write_bundle(tmp_path, logs=XID_79))
+    assert diagnose(bundle).stdout == diagnose(bundle).stdout
+
+
+def test_text_format_is_a_readable_report(tmp_path):
+    done = diagnose(str(write_bundle(tmp_path, logs=XID_79)), "--format", "text")
+    assert done.returncode == 0
+    assert "ATTRIBUTED" in done.stdout
+    assert "hardware/gpu.bus on node02" in done.stdout
+    assert "logs/node02/syslog.log:1" in done.stdout
+
+
+def test_rules_option_takes_a_rule_file(tmp_path):
+    rules = tmp_path / "mine.yaml"
+    rules.write_text(
+        "rules:\n  - id: mine\n    description: mine\n    streams: [system]\n    pattern: 'fallen off'\n"
+        "    role: cause\n    domain: hardware\n    subdomain: gpu\n"
+    )
+    done = diagnose(str(write_bundle(tmp_path / "b", logs=XID_79)), "--rules", str(rules))
+    result = json.loads(done.stdout)
+    assert (result["root_cause"]["rule"], result["ruleset"]["name"]) == ("mine", "mine")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p / "missing", "not a directory"),
+        (lambda p: p, "attempt.json: missing"),
+        (lambda p: (p / "attempt.json").write_text("{oops") and p, "not valid JSON"),
+        (lambda p: (p / "attempt.json").write_text('{"cluster": "c"}') and p, "missing required field 'scheduler'"),
+    ],
+)
+def test_an_unusable_bundle_exits_2_with_one_line_on_stderr(tmp_path, make, message):
+    done = diagnose(str(make(tmp_path)))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert message in done.stderr
+
+
+def test_invalid_rules_exit_2_naming_file_and_line(tmp_path):
+    rules = tmp_path / "bad.yaml"
+    rules.write_text(
+        "rules:\n  - id: bad\n    description: x\n    streams: [system]\n    pattern: '(unclosed'\n    role: context\n"
+    )
+    done = diagnose(str(write_bundle(tmp_path / "b", logs=XID_79)), "--rules", str(rules))
+    assert done.returncode == 2
+    assert "bad.yaml:5: rule 'bad', field 'pattern'" in done.stderr

@@ -1,0 +1,225 @@
+"""Extraction: which lines become events, with which time, node and count."""
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from connectors.localfiles import load_bundle
+from rules.engine import parse_ruleset
+from rules.engine.context import LogStream
+from rules.engine.extract import Extractor
+from rules.engine.prefilter import Prefilter, loosen
+from rules.tests.bundles import query_range, write_bundle
+
+RULES = """
+rules:
+  - id: xid
+    description: an Xid
+    streams: [system]
+    pattern: 'NVRM: Xid \\(PCI:(?P<pci>[^)]+)\\): (?P<xid>\\d+),'
+    role: cause
+    domain: hardware
+    subdomain: gpu
+  - id: keyerror
+    description: a KeyError
+    streams: [app]
+    pattern: '^KeyError: (?P<key>.*)'
+    role: cause
+    domain: application
+    subdomain: exception
+  - id: syslog-only
+    description: only in streams named syslog
+    streams: [system]
+    files: [syslog]
+    pattern: 'only-here'
+    role: context
+  - id: node-failure
+    description: srun names the failed node
+    streams: [app]
+    pattern: 'Node failure on (?P<host>\\S+)'
+    node_from: host
+    role: cause
+    domain: infrastructure
+    subdomain: node_lost
+  - id: down
+    description: a scheduler event
+    streams: [events]
+    pattern: 'not responding, setting DOWN'
+    role: cause
+    domain: infrastructure
+    subdomain: node_lost
+  - id: xid-gauge
+    description: the DCGM Xid gauge changed
+    metric: {series: DCGM_FI_DEV_XID_ERRORS, condition: changes}
+    where: {value: {not_in: [0]}}
+    role: cause
+    domain: hardware
+    subdomain: gpu
+  - id: timeout
+    description: the job timed out
+    attempt: {state: [TIMEOUT]}
+    role: cause
+    domain: scheduler
+    subdomain: time_limit
+"""
+
+
+def extract(path):
+    extractor = Extractor(parse_ruleset([("t.yaml", RULES)]))
+    return extractor.extract(load_bundle(path))
+
+
+def utc(*args) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()
+
+
+def test_a_matching_line_becomes_an_event_with_captures_node_and_ref(tmp_path):
+    lines = [
+        "Nov  2 09:59:00 node02 CRON[1]: noise",
+        "Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU",
+    ]
+    events, stats = extract(write_bundle(tmp_path, logs={"node02/syslog.log": lines}))
+    (event,) = events
+    assert event.rule.id == "xid"
+    assert event.node == "node02"
+    assert event.captures == {"pci": "0000:3b:00", "xid": "79"}
+    assert event.ref == "logs/node02/syslog.log:2"
+    assert event.time == utc(2026, 11, 2, 10, 14, 7)
+    assert event.exact
+    assert stats[0].lines == 2
+
+
+def test_repeated_identical_lines_are_one_event_with_a_count(tmp_path):
+    line = "Nov  2 10:{:02d}:00 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 95, Uncontained"
+    events, _ = extract(write_bundle(tmp_path, logs={"node02/syslog.log": [line.format(m) for m in range(60)]}))
+    (event,) = events
+    assert event.count == 60
+    assert event.time == utc(2026, 11, 2, 10, 0)
+    assert event.last == utc(2026, 11, 2, 10, 59)
+
+
+def test_a_line_without_a_timestamp_inherits_the_nearest_earlier_one(tmp_path):
+    lines = [
+        "[2026-11-02 10:00:00,000] INFO step 1",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 3, in <module>',
+        "KeyError: 'labels'",
+    ]
+    events, _ = extract(write_bundle(tmp_path, logs={"node03/train.log": lines}))
+    (event,) = events
+    assert event.time == utc(2026, 11, 2, 10)
+    assert not event.exact
+
+
+def test_a_workload_line_is_placed_on_its_ranks_node(tmp_path):
+    lines = ["[2026-11-02 10:00:00,000] start", "17: [rank17]: KeyError: 'x'"]
+    events, _ = extract(write_bundle(tmp_path, logs={"slurm-1.out": lines}))
+    assert [e.node for e in events] == ["node03"]  # 8 tasks per node: rank 17 runs on the third node
+
+
+def test_a_rule_restricted_to_stream_names_looks_nowhere_else(tmp_path):
+    logs = {
+        "node01/syslog.log": ["Nov  2 10:00:00 node01 x: only-here"],
+        "node01/kern.log": ["Nov  2 10:00:00 node01 x: only-here"],
+    }
+    events, _ = extract(write_bundle(tmp_path, logs=logs))
+    assert [e.ref for e in events] == ["logs/node01/syslog.log:1"]
+
+
+def test_node_from_takes_the_node_a_line_names(tmp_path):
+    events, _ = extract(write_bundle(tmp_path, logs={"slurm-1.out": ["srun: error: Node failure on node04"]}))
+    assert [(e.rule.id, e.node) for e in events] == [("node-failure", "node04")]
+
+
+def test_dmesg_uptime_is_dated_by_the_rtc_anchor(tmp_path):
+    lines = [
+        "[    0.000000] Linux version 5.15.0-105-generic (buildd@lcy02) #82 SMP",
+        "[    1.900000] rtc_cmos 00:02: setting system clock to 2026-11-02T00:00:00 UTC (1793577600)",
+        "[36847.100000] NVRM: Xid (PCI:0000:3a:00): 48, pid=1, DBE",
+    ]
+    events, _ = extract(write_bundle(tmp_path, logs={"node01/dmesg.log": lines}))
+    (event,) = events
+    assert event.time == pytest.approx(1793577600 - 1.9 + 36847.1)
+
+
+def test_scheduler_events_metrics_and_the_attempt_record(tmp_path):
+    events_json = [
+        {"time": "2026-11-02T10:20:00Z", "node": "node02", "source": "slurmctld", "reason": "NodeNotResponding",
+         "message": "error: Nodes node02 not responding, setting DOWN"},
+        {"time": "2026-11-02T10:21:00Z", "node": None, "source": "slurmctld", "reason": "JobComplete",
+         "message": "done"},
+    ]  # fmt: skip
+    start = utc(2026, 11, 2, 9)
+    gauge = query_range(
+        "DCGM_FI_DEV_XID_ERRORS",
+        [
+            ({"Hostname": "node03", "gpu": "5"}, [(start + 60 * i, 79 if i >= 30 else 0) for i in range(60)]),
+            ({"Hostname": "node01", "gpu": "0"}, [(start + 60 * i, 0) for i in range(60)]),
+        ],
+    )
+    bundle = write_bundle(tmp_path, state="TIMEOUT", events={"slurm.json": events_json}, metrics={"xid.json": gauge})
+    events, _ = extract(bundle)
+    found = sorted((e.rule.id, e.node, e.time) for e in events)
+    assert found == [
+        ("down", "node02", utc(2026, 11, 2, 10, 20)),
+        ("timeout", None, utc(2026, 11, 2, 10, 30)),
+        ("xid-gauge", "node03", start + 1800),
+    ]
+    gauge_event = next(e for e in events if e.rule.id == "xid-gauge")
+    assert gauge_event.captures["value"] == "79"
+
+
+def test_invalid_utf8_binary_and_huge_lines_are_read_not_fatal(tmp_path):
+    huge = b"x" * (3 << 20)
+    content = (
+        b"\xff\xfe\x00binary\x00\n"
+        + huge
+        + b" NVRM: Xid (PCI:0000:01:00): 79, tail\n"
+        + b"Nov  2 10:00:00 node01 k: \xc3\x28 NVRM: Xid (PCI:0000:02:00): 48, x\n"
+    )
+    events, stats = extract(write_bundle(tmp_path, logs={"node01/syslog.log": content}))
+    by_xid = {e.captures["xid"]: e for e in events}
+    assert set(by_xid) == {"48", "79"}
+    assert by_xid["79"].time is None  # nothing before it carries a time
+    assert "\ufffd" in by_xid["48"].text
+    assert stats[0].lines == 3
+
+
+def test_a_line_longer_than_a_block_is_matched_in_pieces(tmp_path, monkeypatch):
+    import rules.engine.extract as extract_module
+
+    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(extract_module, "MAX_LINE_BYTES", 512)
+    line = "Nov  2 10:00:00 node01 k: " + "y" * 600 + " NVRM: Xid (PCI:0000:01:00): 79, end " + "z" * 2000
+    events, stats = extract(write_bundle(tmp_path, logs={"node01/syslog.log": [line, "Nov  2 10:00:01 node01 k: z"]}))
+    assert [e.captures["xid"] for e in events] == ["79"]
+    assert events[0].ref == "logs/node01/syslog.log:1"
+    assert stats[0].lines == 2
+
+
+def test_an_unreadable_stream_is_reported_not_fatal(tmp_path):
+    def refuse():
+        raise PermissionError(13, "Permission denied")
+
+    context = load_bundle(write_bundle(tmp_path))
+    context = replace(context, streams=(LogStream("logs/node01/syslog.log", "syslog", "node01", refuse),))
+    _, stats = Extractor(parse_ruleset([("t.yaml", RULES)])).extract(context)
+    assert stats[0].error == "unreadable (Permission denied)"
+
+
+def test_prefilter_loosening_keeps_a_superset():
+    assert loosen(r"^(?P<exc>\w+Error): (?P<msg>.*)$") == r"(?:\w+Error): (?:.*)"
+    assert loosen(r"[^a^b]x\^y") == r"[^a^b]x\^y"
+
+
+def test_hyperscan_and_re2_set_find_the_same_candidate_lines(monkeypatch):
+    import rules.engine.prefilter as prefilter
+
+    patterns = [r"NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+)", r"(?i)link down", r"^KeyError: "]
+    block = b"a\nNVRM: Xid (PCI:0:1): 79, x\nmlx5 Link DOWN\n[rank1]: KeyError: 'x'\nnothing\n"
+    fast = Prefilter(patterns)
+    monkeypatch.setattr(prefilter, "hyperscan", None)
+    slow = Prefilter(patterns)
+    assert (fast.engine, slow.engine) == ("hyperscan", "re2.Set")
+    assert fast.scan(block) == slow.scan(block) == [(2, 0), (29, 1), (44, 2)]

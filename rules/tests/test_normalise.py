@@ -1,0 +1,145 @@
+"""Normalising lines: every timestamp form of CONTRACTS.md, rank prefixes, hosts, kernel uptime."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from rules.engine.normalise import BootClock, Clock, parse_line
+
+
+def utc(*args) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()
+
+
+@pytest.fixture
+def clock():
+    return Clock("UTC", datetime(2026, 11, 2, 9, tzinfo=UTC), datetime(2026, 11, 2, 11, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("line", "system", "expected", "message"),
+    [
+        ("2026-11-02T10:14:07+0000 node02 kernel: NVRM: Xid", True, utc(2026, 11, 2, 10, 14, 7), "kernel: NVRM: Xid"),
+        ("2026-11-02T04:14:07-0600 node02 kernel: x", True, utc(2026, 11, 2, 10, 14, 7), "kernel: x"),
+        ("2026-11-02T10:14:07.250Z node02 kernel: x", True, utc(2026, 11, 2, 10, 14, 7, 250000), "kernel: x"),
+        (
+            "Nov  2 10:14:07 node02 kernel: [61040.302721] AER",
+            True,
+            utc(2026, 11, 2, 10, 14, 7),
+            "kernel: [61040.302721] AER",
+        ),
+        ("[Mon Nov  2 10:14:07 2026] NVRM: Xid", True, utc(2026, 11, 2, 10, 14, 7), "NVRM: Xid"),
+        ("E1102 10:14:07.123456 12 ProcessGroupNCCL.cpp:1] x", False, utc(2026, 11, 2, 10, 14, 7, 123456), None),
+        (
+            "[rank3]:[E1102 10:14:07.123456789 ProcessGroupNCCL.cpp:607] x",
+            False,
+            utc(2026, 11, 2, 10, 14, 7, 123456),
+            None,
+        ),
+        (
+            "2026-11-02 10:14:07,930 - INFO - __main__ - saving",
+            False,
+            utc(2026, 11, 2, 10, 14, 7, 930000),
+            "- INFO - __main__ - saving",
+        ),
+        ("[2026-11-02 10:14:07,860] torch.distributed: [WARNING] x", False, utc(2026, 11, 2, 10, 14, 7, 860000), None),
+        ("[INFO|trainer.py:3801] 2026-11-02 10:14:07,670 >> Saving", False, utc(2026, 11, 2, 10, 14, 7, 670000), None),
+        (
+            "slurmstepd: error: *** STEP 1.0 ON n1 CANCELLED AT 2026-11-02T10:14:07 ***",
+            False,
+            utc(2026, 11, 2, 10, 14, 7),
+            None,
+        ),
+        ("  time      : 2026-11-02_10:14:07", False, utc(2026, 11, 2, 10, 14, 7), None),
+    ],
+)
+def test_timestamp_forms(clock, line, system, expected, message):
+    parsed = parse_line(line, clock, system)
+    assert parsed.time == pytest.approx(expected, abs=1e-5)
+    if message is not None:
+        assert parsed.message == message
+
+
+def test_a_glog_month_may_have_one_digit(clock):
+    # PyTorch prints "E211" for February 11th and "E1114" for November 14th.
+    early = Clock("UTC", datetime(2025, 2, 11, 8, tzinfo=UTC), datetime(2025, 2, 11, 23, tzinfo=UTC))
+    assert parse_line("[E211 15:24:15.746538005 x.cpp:632] y", early, False).time == utc(
+        2025, 2, 11, 15, 24, 15, 746538
+    )
+
+
+def test_yearless_times_take_the_year_nearest_the_window():
+    # A job that ran over new year: December lines belong to the previous year.
+    clock = Clock("UTC", datetime(2026, 12, 31, 23, tzinfo=UTC), datetime(2027, 1, 1, 2, tzinfo=UTC))
+    assert parse_line("Dec 31 23:30:00 n1 kernel: x", clock, True).time == utc(2026, 12, 31, 23, 30)
+    assert parse_line("Jan  1 01:00:00 n1 kernel: x", clock, True).time == utc(2027, 1, 1, 1)
+
+
+def test_times_without_a_zone_are_in_the_attempts_zone():
+    clock = Clock("Europe/Paris", datetime(2025, 12, 2, 0, tzinfo=UTC), datetime(2025, 12, 2, 3, tzinfo=UTC))
+    assert parse_line("Dec  2 02:52:50 n1 kernel: x", clock, True).time == utc(2025, 12, 2, 1, 52, 50)
+    assert parse_line("2025-12-02T02:52:50+0100 n1 kernel: x", clock, True).time == utc(2025, 12, 2, 1, 52, 50)
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "message"),
+    [
+        ("12: [rank12]: KeyError: 'labels'", 12, "KeyError: 'labels'"),
+        ("[default3]:[rank19]:[E1102 10:14:07.1 x] y", 19, "[E1102 10:14:07.1 x] y"),
+        ("[default3]:KeyError: 'labels'", None, "KeyError: 'labels'"),
+        ("5: ModuleNotFoundError: No module named 'fire'", 5, "ModuleNotFoundError: No module named 'fire'"),
+        ("12:30:00 not a prefix", None, "12:30:00 not a prefix"),
+    ],
+)
+def test_rank_prefixes(clock, line, rank, message):
+    parsed = parse_line(line, clock, False)
+    assert parsed.rank == rank
+    assert parsed.message == message
+
+
+def test_hosts_come_from_syslog_and_nccl_prefixes(clock):
+    assert parse_line("Nov  2 10:14:07 dgx-0474 kernel: x", clock, True).host == "dgx-0474"
+    assert parse_line("Nov  2 10:14:07 dgx-0474 systemd[1]: x", clock, True).host == "dgx-0474"
+    nccl = "22: dgx-0473:2814086:2814172 [6] ib_plugin.c:1615 NCCL WARN NET/IB : x"
+    assert parse_line(nccl, clock, False).host == "dgx-0473"
+    assert parse_line("Nov  2 10:14:07 dgx-0474 kernel: x", clock, False).host is None
+
+
+def test_kernel_uptime_is_resolved_from_the_boot_anchor(clock):
+    parsed = parse_line("[59932.104189] NVRM: Xid (PCI:0000:3a:00): 48, x", clock, True)
+    assert parsed.time is None
+    assert parsed.uptime == pytest.approx(59932.104189)
+    boot = BootClock()
+    boot.see(1, "[    0.000000] Linux version 5.14.0 (buildd@lcy02) #134 SMP")
+    boot.see(12, "[    1.908814] rtc_cmos 00:02: setting system clock to 2024-08-01T12:53:04 UTC (1722516784)")
+    assert boot.resolve(229, parsed.uptime) == pytest.approx(1722516784 - 1.908814 + 59932.104189)
+
+
+def test_each_boot_takes_its_own_anchor():
+    boot = BootClock()
+    boot.see(1, "[    0.000000] Linux version 5.15.0 x")
+    boot.see(5, "[   30.000000] audit: type=1400 audit(1700000030.000:7): apparmor")
+    boot.see(100, "[    0.000000] Linux version 5.15.0 x")
+    boot.see(104, "[   10.000000] audit: type=1400 audit(1710000010.000:1): apparmor")
+    assert boot.resolve(50, 60.0) == pytest.approx(1700000060.0)
+    assert boot.resolve(150, 60.0) == pytest.approx(1710000060.0)
+
+
+def test_uptime_without_an_anchor_stays_unknown():
+    assert BootClock().resolve(10, 123.0) is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "\x00\x01\x02",
+        "Feb 30 25:61:99 host kernel: x",
+        "2026-13-45T99:99:99Z x",
+        "[E1399 10:14:07.1 x] y",
+        "é" * 50,
+    ],
+)
+def test_garbage_never_raises(clock, line):
+    parsed = parse_line(line, clock, True)
+    assert parsed.time is None or isinstance(parsed.time, float)
