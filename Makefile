@@ -32,6 +32,7 @@ lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
 	$(BIN)/lint-imports
 
 bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
+	@command -v rg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep
 	$(BIN)/python bench/engine.py
 
 score: $(STAMP) ## Score the engine on ../shared/scenarios/dev (when that folder exists)

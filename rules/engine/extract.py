@@ -100,16 +100,16 @@ class Extractor:
             return [], stat
         try:
             with handle:
-                for block in _blocks(handle):
-                    stat.bytes += len(block)
+                for block, end in _blocks(handle):  # block[:end] holds whole lines; bytes past end are ignored
+                    stat.bytes += end
                     memo_pos, memo = 0, carried
                     cursor_pos, cursor_line = 0, line_base
-                    for line_start, pids in _group(plan.prefilter.scan(block) if any(allowed) else []):
+                    for line_start, pids in _group(plan.prefilter.scan(block, end) if any(allowed) else []):
                         cursor_line += block.count(b"\n", cursor_pos, line_start)
                         cursor_pos = line_start
                         line_no = cursor_line + 1
-                        line_end = block.find(b"\n", line_start)
-                        text = _decode(block[line_start : line_end if line_end != -1 else len(block)])
+                        line_end = block.find(b"\n", line_start, end)
+                        text = _decode(block[line_start : line_end if line_end != -1 else end])
                         rule_pids = []
                         for pid in pids:
                             if plan.entries[pid][0] is None:
@@ -153,12 +153,12 @@ class Extractor:
                             per_rule[rule.id].append(event)
                             if time is None and uptime is not None:
                                 pending.append((event, line_no, uptime))
-                    stat.lines += block.count(b"\n")
-                    carried = _last_time(block, clock, system) or carried
+                    stat.lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
+                    carried = _last_time(block, end, clock, system) or carried
                     if stat.first is None:
-                        stat.first = _first_time(block, clock, system)
+                        stat.first = _first_time(block, end, clock, system)
                     line_base = stat.lines
-            if stat.bytes and not block.endswith(b"\n"):
+            if stat.bytes and block[end - 1 : end] != b"\n":
                 stat.lines += 1
         except OSError as exc:
             stat.error = f"read failed ({exc.strerror or exc})"
@@ -312,25 +312,31 @@ def _number(value: float) -> str:
 
 
 def _blocks(handle):
-    """Blocks of whole lines; a line longer than MAX_LINE_BYTES comes in pieces."""
+    """(data, end) pairs: ``data[:end]`` holds whole lines (a line longer than MAX_LINE_BYTES comes in pieces).
+
+    A seekable stream is read without copying: the partial last line is read again with the next block.
+    """
+    seekable = handle.seekable()
     carry = b""
     while True:
-        chunk = handle.read(BLOCK_BYTES)
-        if not chunk:
-            if carry:
-                yield carry
+        block = handle.read(BLOCK_BYTES)
+        if carry:
+            block, carry = carry + block, b""
+        if not block:
             return
-        buffer = carry + chunk if carry else chunk
-        cut = buffer.rfind(b"\n")
-        if cut == -1:
-            if len(buffer) >= MAX_LINE_BYTES:
-                yield buffer
-                carry = b""
-            else:
-                carry = buffer
+        cut = block.rfind(b"\n") + 1
+        if cut == 0 or len(block) < BLOCK_BYTES:  # a very long line, or the end of the stream
+            if len(block) >= MAX_LINE_BYTES or len(block) < BLOCK_BYTES:
+                yield block, len(block)
+                continue
+            carry = block  # keep reading until the line ends or grows past MAX_LINE_BYTES
             continue
-        yield buffer[: cut + 1]
-        carry = buffer[cut + 1 :]
+        if cut < len(block):
+            if seekable:
+                handle.seek(cut - len(block), 1)
+            else:
+                carry = block[cut:]
+        yield block, cut
 
 
 def _group(hits: list[tuple[int, int]]):
@@ -364,29 +370,29 @@ def _inherit(block: bytes, line_start: int, floor: int, memo, clock: Clock, syst
     return None, None
 
 
-def _last_time(block: bytes, clock: Clock, system: bool):
-    end = len(block) - 1 if block.endswith(b"\n") else len(block)
+def _last_time(block: bytes, end: int, clock: Clock, system: bool):
+    stop = end - 1 if block[end - 1 : end] == b"\n" else end
     for _ in range(INHERIT_LOOKBACK):
-        if end <= 0:
+        if stop <= 0:
             return None
-        start = block.rfind(b"\n", 0, end) + 1
-        parsed = parse_line(_decode(block[start:end]), clock, system)
+        start = block.rfind(b"\n", 0, stop) + 1
+        parsed = parse_line(_decode(block[start:stop]), clock, system)
         if parsed.time is not None or parsed.uptime is not None:
             return parsed.time, parsed.uptime
-        end = start - 1
+        stop = start - 1
     return None
 
 
-def _first_time(block: bytes, clock: Clock, system: bool) -> float | None:
+def _first_time(block: bytes, end: int, clock: Clock, system: bool) -> float | None:
     start = 0
     for _ in range(50):
-        end = block.find(b"\n", start)
-        if end == -1:
+        stop = block.find(b"\n", start, end)
+        if stop == -1:
             return None
-        parsed = parse_line(_decode(block[start:end]), clock, system)
+        parsed = parse_line(_decode(block[start:stop]), clock, system)
         if parsed.time is not None:
             return parsed.time
-        start = end + 1
+        start = stop + 1
     return None
 
 

@@ -75,12 +75,14 @@ class Prefilter:
             self._set.Compile()
             self.engine = "re2.Set"
 
-    def scan(self, block: bytes) -> list[tuple[int, int]]:
-        """Sorted, distinct (line start offset, pattern index) pairs for ``block`` (whole lines)."""
+    def scan(self, block: bytes, end: int) -> list[tuple[int, int]]:
+        """Sorted, distinct (line start offset, pattern index) pairs for the whole lines in ``block[:end]``."""
         if self._database is not None:
             ends: list[tuple[int, int]] = []
             append = ends.append
-            self._database.scan(block, match_event_handler=lambda pid, _f, to, _fl, _c: append((to, pid)))
+            self._database.scan(
+                memoryview(block)[:end], match_event_handler=lambda pid, _f, to, _fl, _c: append((to, pid))
+            )
             if not ends:
                 return []
             ends.sort()
@@ -88,24 +90,23 @@ class Prefilter:
             line_start, line_end = -1, -1
             for to, pid in ends:
                 if to > line_end:
-                    line_start = block.rfind(b"\n", 0, max(to - 1, 0)) + 1 if to > 0 else 0
-                    line_end = block.find(b"\n", to - 1 if to > 0 else 0)
+                    line_start = block.rfind(b"\n", 0, max(to - 1, 0)) + 1
+                    line_end = block.find(b"\n", max(to - 1, 0), end)
                     if line_end == -1:
-                        line_end = len(block)
+                        line_end = end
                 hits.add((line_start, pid))
             return sorted(hits)
         if self._set is not None:
             hits = []
             start = 0
-            length = len(block)
             match = self._set.Match
-            while start < length:
-                end = block.find(b"\n", start)
-                if end == -1:
-                    end = length
-                ids = match(block[start:end].decode("utf-8", "replace")) or ()
+            while start < end:
+                stop = block.find(b"\n", start, end)
+                if stop == -1:
+                    stop = end
+                ids = match(block[start:stop].decode("utf-8", "replace")) or ()
                 hits.extend((start, pid) for pid in sorted(ids))
-                start = end + 1
+                start = stop + 1
             return hits
         return []
 

@@ -222,4 +222,4 @@ def test_hyperscan_and_re2_set_find_the_same_candidate_lines(monkeypatch):
     monkeypatch.setattr(prefilter, "hyperscan", None)
     slow = Prefilter(patterns)
     assert (fast.engine, slow.engine) == ("hyperscan", "re2.Set")
-    assert fast.scan(block) == slow.scan(block) == [(2, 0), (29, 1), (44, 2)]
+    assert fast.scan(block, len(block)) == slow.scan(block, len(block)) == [(2, 0), (29, 1), (44, 2)]
