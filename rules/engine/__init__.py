@@ -4,6 +4,8 @@ A pure library: the standard library and its regex engines, no Django, no networ
 The same context and rule set give byte-identical output.
 """
 
+from pathlib import Path
+
 from rules.engine.attribution import attribute
 from rules.engine.context import AttemptContext
 from rules.engine.extract import Extractor
@@ -15,11 +17,14 @@ __all__ = ["Engine", "RuleError", "RuleSetError", "diagnose", "load_rules", "par
 
 
 class Engine:
-    """A rule set compiled for scanning. Build one per rule set and reuse it across attempts."""
+    """A rule set compiled for scanning. Build one per rule set and reuse it across attempts.
 
-    def __init__(self, ruleset: RuleSet):
+    ``cache`` is an optional directory for compiled pattern databases, for short-lived processes.
+    """
+
+    def __init__(self, ruleset: RuleSet, cache: Path | None = None):
         self.ruleset = ruleset
-        self.extractor = Extractor(ruleset)
+        self.extractor = Extractor(ruleset, cache)
 
     def diagnose(self, context: AttemptContext) -> dict:
         events, stats = self.extractor.extract(context)
@@ -27,6 +32,6 @@ class Engine:
         return build(context, self.ruleset, result, stats)
 
 
-def diagnose(context: AttemptContext, ruleset: RuleSet) -> dict:
+def diagnose(context: AttemptContext, ruleset: RuleSet, cache: Path | None = None) -> dict:
     """Diagnose one attempt with ``ruleset`` (compiles the rule set; use ``Engine`` to reuse it)."""
-    return Engine(ruleset).diagnose(context)
+    return Engine(ruleset, cache).diagnose(context)

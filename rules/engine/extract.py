@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from rules.engine.context import AttemptContext, LogStream
 from rules.engine.events import Event
@@ -37,7 +38,7 @@ class StreamStats:
 class _Plan:
     """The patterns of one stream kind, behind one prefilter."""
 
-    def __init__(self, rules: list[Rule], anchors: bool):
+    def __init__(self, rules: list[Rule], anchors: bool, cache: Path | None):
         self.entries: list[tuple[Rule | None, object, tuple]] = []
         patterns = []
         for rule in rules:
@@ -48,16 +49,16 @@ class _Plan:
             for text in ANCHORS:
                 self.entries.append((None, None, ()))
                 patterns.append(text)
-        self.prefilter = Prefilter(patterns)
+        self.prefilter = Prefilter(patterns, cache)
 
 
 class Extractor:
     """Compiled once per rule set; ``extract`` runs it on one attempt."""
 
-    def __init__(self, ruleset: RuleSet):
+    def __init__(self, ruleset: RuleSet, cache: Path | None = None):
         self.ruleset = ruleset
         self.plans = {
-            kind: _Plan([r for r in ruleset.rules if r.patterns and kind in r.kinds], anchors=kind == "system")
+            kind: _Plan([r for r in ruleset.rules if r.patterns and kind in r.kinds], kind == "system", cache)
             for kind in ("system", "app", "scheduler")
         }
         self.event_rules = [r for r in ruleset.rules if r.patterns and "events" in r.kinds]

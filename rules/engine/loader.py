@@ -98,6 +98,7 @@ def _convert(node: yaml.Node) -> _Node:
 
 
 _SCALARS = yaml.SafeLoader("")  # used only for its scalar constructors (int, float, bool, null, str)
+COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
 
 
 def _plain(node: _Node):
@@ -124,7 +125,7 @@ class _Builder:
 
     def load_text(self, file: str, text: str) -> None:
         try:
-            documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+            documents = list(yaml.compose_all(text, Loader=COMPOSER))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
             line = mark.line + 1 if mark else 1

@@ -9,7 +9,11 @@ timestamp that the raw line still carries.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import tempfile
+from pathlib import Path
 
 import re2
 
@@ -54,9 +58,14 @@ def loosen(pattern: str) -> str:
 
 
 class Prefilter:
-    """Reports, for a block of whole lines, which patterns may match which line."""
+    """Reports, for a block of whole lines, which patterns may match which line.
 
-    def __init__(self, patterns: list[str]):
+    ``cache`` (optional) is a directory where compiled Hyperscan databases are kept between runs,
+    keyed by the patterns and the Hyperscan version: a short-lived process (the CLI) then skips the
+    compilation. A missing, stale or corrupt entry is simply compiled again.
+    """
+
+    def __init__(self, patterns: list[str], cache: Path | None = None):
         self.patterns = patterns
         self.engine = "none"
         self._database = None
@@ -64,7 +73,7 @@ class Prefilter:
         if not patterns:
             return
         if hyperscan is not None:
-            self._database = _hyperscan_database(patterns)
+            self._database = _cached_database(patterns, cache) if cache else _hyperscan_database(patterns)
             self.engine = "hyperscan"
         else:
             options = re2.Options()
@@ -109,6 +118,26 @@ class Prefilter:
                 start = stop + 1
             return hits
         return []
+
+
+def _cached_database(patterns: list[str], cache: Path):
+    key = hashlib.sha256("\0".join([hyperscan.__version__, *patterns]).encode()).hexdigest()
+    path = cache / f"hyperscan-{key}.db"
+    try:
+        database = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database.scratch = hyperscan.Scratch(database)  # a loaded database comes without scratch space
+        return database
+    except (OSError, hyperscan.error):
+        pass
+    database = _hyperscan_database(patterns)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache, delete=False) as handle:
+            handle.write(hyperscan.dumpb(database))
+        os.replace(handle.name, path)
+    except OSError:
+        pass  # a read-only cache only costs the compilation
+    return database
 
 
 def _hyperscan_database(patterns: list[str]):

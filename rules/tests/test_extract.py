@@ -223,3 +223,13 @@ def test_hyperscan_and_re2_set_find_the_same_candidate_lines(monkeypatch):
     slow = Prefilter(patterns)
     assert (fast.engine, slow.engine) == ("hyperscan", "re2.Set")
     assert fast.scan(block, len(block)) == slow.scan(block, len(block)) == [(2, 0), (29, 1), (44, 2)]
+
+
+def test_a_cached_pattern_database_scans_like_a_fresh_one_and_a_corrupt_one_is_rebuilt(tmp_path):
+    patterns = [r"NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+)", r"(?i)link down"]
+    block = b"a\nNVRM: Xid (PCI:0:1): 79, x\nmlx5 Link DOWN\n"
+    fresh = Prefilter(patterns, tmp_path).scan(block, len(block))
+    (cached,) = tmp_path.glob("hyperscan-*.db")
+    assert Prefilter(patterns, tmp_path).scan(block, len(block)) == fresh == [(2, 0), (29, 1)]
+    cached.write_bytes(b"not a database")
+    assert Prefilter(patterns, tmp_path).scan(block, len(block)) == fresh

@@ -34,7 +34,7 @@ class Command(BaseCommand):
                 f"invalid rules: {exc.errors[0]}"
                 + (f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else "")
             )
-        result = diagnose(context, ruleset)
+        result = diagnose(context, ruleset, cache=settings.VAR_DIR / "cache")
         self.stdout.write(to_json(result) if format == "json" else to_text(result), ending="")
 
     def fail(self, message: str):
