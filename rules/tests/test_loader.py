@@ -103,3 +103,19 @@ def test_the_default_pack_loads():
     assert ruleset.name == "default"
     assert len(ruleset.rules) > 50
     assert all(rule.sources for rule in ruleset.rules), "every rule says where its format comes from"
+
+
+def test_the_documented_rules_load_with_the_default_pack():
+    import re
+    from pathlib import Path
+
+    from rules.engine.loader import read_rule_files
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+    pack = read_rule_files("rules/packs/default")
+    known = {rule.id for rule in parse_ruleset(pack).rules}
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", docs.read_text(), re.S) if b.startswith("rules:")]
+    new = [b for b in blocks if not set(re.findall(r"- id: (\S+)", b)) <= known]
+    assert new, "docs/rules.md shows at least one complete new rule"
+    for number, block in enumerate(new):
+        parse_ruleset([*pack, (f"docs-example-{number}.yaml", block)])
