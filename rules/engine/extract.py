@@ -64,6 +64,7 @@ class Extractor:
         self.event_rules = [r for r in ruleset.rules if r.patterns and "events" in r.kinds]
         self.metric_rules = [r for r in ruleset.rules if r.metric]
         self.attempt_rules = [r for r in ruleset.rules if r.attempt]
+        self.silence_rules = [r for r in ruleset.rules if r.silence]
 
     def extract(self, context: AttemptContext) -> tuple[list[Event], list[StreamStats]]:
         attempt = context.attempt
@@ -75,6 +76,7 @@ class Extractor:
             found, stat = self.scan_stream(stream, clock, nodes, attempt.ranks)
             events.extend(found)
             stats.append(stat)
+        events.extend(self.silence_events(context, stats))
         events.extend(self.scheduler_events(context, nodes))
         events.extend(self.metric_events(context, nodes))
         events.extend(self.attempt_events(context))
@@ -170,6 +172,36 @@ class Extractor:
         return list(found.values()), stat
 
     # -- scheduler events, metrics and the attempt record --
+
+    def silence_events(self, context: AttemptContext, stats: list[StreamStats]) -> list[Event]:
+        """Nodes whose logs stop well before the other nodes' (a node lost mid-job just goes quiet)."""
+        attempt = context.attempt
+        out = []
+        for rule in self.silence_rules:
+            last: dict[str, StreamStats] = {}
+            for stat in stats:
+                node = stat.stream.node
+                if node not in attempt.nodes or stat.stream.kind not in rule.silence.kinds or stat.last is None:
+                    continue
+                if node not in last or stat.last > last[node].last:
+                    last[node] = stat
+            for node, stat in sorted(last.items()):
+                others = sorted(s.last for n, s in last.items() if n != node)
+                if not others:
+                    continue
+                reference = others[len(others) // 2]
+                gap = reference - stat.last
+                if gap < rule.silence.min_gap or not attempt.start.timestamp() <= stat.last <= attempt.end.timestamp():
+                    continue
+                text = f"the logs of {node} stop {gap / 60:.0f} min before the other nodes' ({stat.stream.ref})"
+                out.append(
+                    Event(
+                        rule=rule, node=node, time=stat.last, exact=True, source=stat.stream.name,
+                        kind=stat.stream.kind, ref=f"{stat.stream.ref}:{stat.lines}", text=text,
+                        captures={"minutes": f"{gap / 60:.0f}"}, last=stat.last,
+                    )
+                )  # fmt: skip
+        return out
 
     def scheduler_events(self, context: AttemptContext, nodes: NodeNames) -> list[Event]:
         out = []

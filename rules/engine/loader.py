@@ -29,6 +29,7 @@ from rules.engine.ruleset import (
     RuleSet,
     Selector,
     Settings,
+    SilenceCondition,
 )
 from rules.engine.taxonomy import DOMAINS, subdomain_known
 
@@ -45,7 +46,7 @@ RE2_MAX_MEM = 8 << 20  # bytes of RE2 program memory per pattern
 RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
-    "explains", "suppresses", "count", "solo", "not_solo",
+    "explains", "suppresses", "count", "solo", "not_solo", "silence",
 }  # fmt: skip
 SELECTOR_FIELDS = {"rules", "tags", "within", "before", "scope"}
 SETTINGS_FIELDS = {f.name for f in fields(Settings)}
@@ -231,14 +232,15 @@ class _Builder:
         patterns, compiled = self.patterns(file, get("pattern"), rid)
         metric = self.metric(file, get("metric"), rid)
         attempt = self.attempt(file, get("attempt"), rid)
-        matchers = [name for name in ("pattern", "metric", "attempt") if get(name) is not None]
+        silence = self.silence(file, get("silence"), rid)
+        matchers = [name for name in ("pattern", "metric", "attempt", "silence") if get(name) is not None]
         if len(matchers) != 1:
-            err("pattern", "a rule needs exactly one of pattern, metric or attempt" if not matchers else
+            err("pattern", "a rule needs exactly one of pattern, metric, attempt or silence" if not matchers else
                 f"a rule has one matcher, not {' and '.join(matchers)}")  # fmt: skip
         if metric:
             kinds = frozenset({"metrics"})
-        elif attempt:
-            kinds = frozenset({"scheduler"})
+        elif attempt or silence:
+            kinds = frozenset({"scheduler"} if attempt else silence.kinds)
         elif patterns and not kinds:
             err("streams", "say where the pattern looks: system, app, scheduler or events")
         filters = self.filters(file, get("where"), compiled, metric, rid)
@@ -289,6 +291,7 @@ class _Builder:
                 filters=filters,
                 metric=metric,
                 attempt=attempt,
+                silence=silence,
                 symptom_kind=symptom_kind,
                 domain=domain,
                 subdomain=subdomain,
@@ -477,6 +480,22 @@ class _Builder:
             except re2.error:
                 self.error(file, items["reason"][0], "attempt.reason", "not a valid RE2 pattern", rule)
         return AttemptCondition(frozenset(states), frozenset(exit_codes), reason, frozenset(schedulers))
+
+    def silence(self, file, node, rule) -> SilenceCondition | None:
+        if node is None:
+            return None
+        if not isinstance(node.value, dict) or "min_gap" not in node.value:
+            self.error(file, node.line, "silence", "must be a mapping with streams and min_gap", rule)
+            return None
+        for key, (line, _) in node.value.items():
+            if key not in ("streams", "min_gap"):
+                self.error(file, line, f"silence.{key}", "unknown field (streams, min_gap)", rule)
+        streams = node.value.get("streams", (node.line, _Node([_Node("system", node.line)], node.line)))[1]
+        kinds = set(self.strings(file, streams, "silence.streams", rule))
+        for kind in sorted(kinds - {"system", "app", "scheduler"}):
+            self.error(file, node.line, "silence.streams", f"{kind!r} is not a log stream kind", rule)
+        gap = self.duration(file, node.value["min_gap"][1], "silence.min_gap", rule)
+        return None if gap is None or not kinds else SilenceCondition(frozenset(kinds), gap)
 
     def classification(self, file, items, role, rule) -> tuple[str | None, str | None]:
         domain_node = items.get("domain", (None, None))[1]

@@ -161,6 +161,14 @@ class AttemptCondition:
 
 
 @dataclass(frozen=True)
+class SilenceCondition:
+    """A node whose logs of ``kinds`` stop ``min_gap`` seconds or more before the other nodes' logs."""
+
+    kinds: frozenset[str]
+    min_gap: float
+
+
+@dataclass(frozen=True)
 class CountThreshold:
     """At least ``minimum`` occurrences (and events on ``nodes`` distinct nodes) within ``within`` seconds."""
 
@@ -185,6 +193,7 @@ class Rule:
     filters: tuple[Filter, ...] = ()
     metric: MetricCondition | None = None
     attempt: AttemptCondition | None = None
+    silence: SilenceCondition | None = None
     symptom_kind: str | None = None  # cascade | teardown (symptoms only)
     domain: str | None = None
     subdomain: str | None = None
