@@ -59,17 +59,14 @@ class Attribution:
     outcome: str
     candidates: list[Candidate]  # the root first; several when ambiguous
     events: list[Event]  # every event in scope that survived the conditions, in time order
-    out_of_scope: list[Event]
 
 
 def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attribution:
     settings = ruleset.settings
     start, end = attempt.start.timestamp(), attempt.end.timestamp()
     nodes = set(attempt.nodes)
-    for event in events:
-        event.in_scope = _in_scope(event, nodes, start - settings.scope_margin, end + settings.scope_margin)
-    scoped = sorted((e for e in events if e.in_scope), key=Event.sort_key)
-    out_of_scope = sorted((e for e in events if not e.in_scope), key=Event.sort_key)
+    low, high = start - settings.scope_margin, end + settings.scope_margin
+    scoped = sorted((e for e in events if _in_scope(e, nodes, low, high)), key=Event.sort_key)
     scoped = _apply_conditions(scoped)
 
     by_rule: dict[str, list[Event]] = defaultdict(list)
@@ -95,8 +92,7 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
             explained_by[target] = (explainer, mode)
     for event in scoped:
         if event in explained_by:
-            explainer, mode = explained_by[event]
-            event.explained_by = explainer
+            _, mode = explained_by[event]
             event.role = mode if event.rule.role == "cause" else (event.rule.symptom_kind or mode)
         elif event.rule.role == "symptom":
             event.role = event.rule.symptom_kind
@@ -115,7 +111,7 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
     candidates = _drop_late(candidates, settings.late_window)
     candidates.sort(key=Candidate.rank_key)
     if not candidates:
-        return Attribution("unattributed", [], scoped, out_of_scope)
+        return Attribution("unattributed", [], scoped)
     top = candidates[0]
     tied = [
         c
@@ -126,7 +122,7 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
     for candidate in chosen:
         for event in candidate.events:
             event.role = "root_cause" if not tied else "candidate"
-    return Attribution("ambiguous" if tied else "attributed", chosen, scoped, out_of_scope)
+    return Attribution("ambiguous" if tied else "attributed", chosen, scoped)
 
 
 def _in_scope(event: Event, nodes: set[str], low: float, high: float) -> bool:

@@ -23,9 +23,7 @@ class Event:
     captures: dict[str, str] = field(default_factory=dict)
     count: int = 1
     last: float | None = None
-    in_scope: bool = True
     role: str = ""  # final role: root_cause, candidate, cascade, teardown, context
-    explained_by: Event | None = None
 
     def sort_key(self) -> tuple:
         return (
