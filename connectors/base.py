@@ -1,11 +1,26 @@
-"""The one interface every connector implements, and its one error type.
+"""The one interface every connector implements, its one error type, and the registry of kinds.
 
 Schedulers discover failed attempts; log sources fetch logs and metric sources fetch series for an
 attempt's nodes and window. All of them return the engine's context types (``rules.engine.context``)
-and raise ``ConnectorError``, whose ``permanent`` flag says whether retrying can help.
+and raise ``ConnectorError``, whose ``permanent`` flag says whether retrying can help. What a source
+gathered, and what it could not, goes into ``SourceReport``s with status ``ok``, ``partial``,
+``missing`` or ``error`` and the reason, so the diagnosis shows its gaps.
+
+A connector is built from its configured name and settings (a JSON object): ``build(kind, name,
+settings)`` looks the kind up in ``KINDS`` (or takes a dotted path) and calls the class.
 """
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from rules.engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SourceReport
+
+REPORT_STATUSES = ("ok", "partial", "missing", "error")
 
 
 class ConnectorError(Exception):
@@ -18,3 +33,129 @@ class ConnectorError(Exception):
     def __init__(self, message: str, *, permanent: bool = False):
         super().__init__(message)
         self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class DiscoveredAttempt:
+    """One failed attempt found by a scheduler: its record, plus what the scheduler needs to gather it.
+
+    ``extra`` holds scheduler-specific keys (Slurm's StdOut path, a Kueue workload's namespace and
+    pods); it is JSON-serialisable, so the pipeline can store a discovered attempt and gather it later.
+    """
+
+    attempt: Attempt
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The attempt in ``attempt.json`` form (CONTRACTS.md section 1) plus ``extra``."""
+        return {**attempt_document(self.attempt), "extra": dict(self.extra)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> DiscoveredAttempt:
+        from connectors.localfiles import parse_attempt
+
+        document = dict(data)
+        extra = document.pop("extra", {}) or {}
+        return cls(attempt=parse_attempt(document, where="discovered attempt"), extra=extra)
+
+
+def attempt_document(attempt: Attempt) -> dict:
+    """An Attempt as the ``attempt.json`` document of CONTRACTS.md section 1."""
+    document = {
+        "cluster": attempt.cluster,
+        "scheduler": attempt.scheduler,
+        "job_id": attempt.job_id,
+        "attempt": attempt.attempt,
+        "name": attempt.name,
+        "user": attempt.user,
+        "nodes": list(attempt.nodes),
+        "start": rfc3339(attempt.start),
+        "end": rfc3339(attempt.end),
+        "state": attempt.state,
+        "exit_code": attempt.exit_code,
+        "reason": attempt.reason,
+        "timezone": attempt.timezone,
+    }
+    if attempt.ranks:
+        document["ranks"] = {str(rank): node for rank, node in sorted(attempt.ranks.items())}
+    return document
+
+
+def rfc3339(moment: datetime) -> str:
+    text = moment.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+@runtime_checkable
+class Scheduler(Protocol):
+    """Finds failed attempts and gathers what the scheduler itself knows of one (job output, events).
+
+    ``skipped`` lists the records that the last ``discover`` call could not turn into attempts, each
+    with the reason, for the cluster's status panel.
+    """
+
+    name: str
+    skipped: list[str]
+
+    def discover(self, cursor: str | None) -> tuple[list[DiscoveredAttempt], str | None]:
+        """Failed attempts that ended since ``cursor`` (None: the configured look-back), and the new cursor.
+
+        An attempt may be returned again by a later poll; the pipeline deduplicates on
+        (cluster, job_id, attempt).
+        """
+        ...
+
+    def attempt_context(self, discovered: DiscoveredAttempt) -> AttemptContext:
+        """The attempt with its job output, scheduler events and reports of what was not available."""
+        ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    name: str
+
+    def fetch_logs(
+        self, nodes: Sequence[str], start: datetime, end: datetime
+    ) -> tuple[list[LogStream], list[SourceReport]]: ...
+
+
+@runtime_checkable
+class MetricSource(Protocol):
+    name: str
+
+    def fetch_metrics(
+        self, nodes: Sequence[str], start: datetime, end: datetime
+    ) -> tuple[list[MetricSeries], list[SourceReport]]: ...
+
+
+# kind -> (role, dotted path of the class). A kind not listed here may be given as a dotted path.
+KINDS: dict[str, tuple[str, str]] = {
+    "slurm": ("scheduler", "connectors.slurm.scheduler.SlurmScheduler"),
+    "slurmrestd": ("scheduler", "connectors.slurm.rest.SlurmRestScheduler"),
+    "kueue": ("scheduler", "connectors.kubernetes.kueue.KueueScheduler"),
+    "bundles": ("scheduler", "connectors.localfiles.BundleFolder"),
+    "files": ("logs", "connectors.files.FileLogSource"),
+    "loki": ("logs", "connectors.loki.source.LokiLogSource"),
+    "prometheus": ("metrics", "connectors.prometheus.source.PrometheusMetricSource"),
+}
+ROLES = {"scheduler": Scheduler, "logs": LogSource, "metrics": MetricSource}
+
+
+def connector_class(kind: str) -> type:
+    """The class of a connector kind (a name in ``KINDS`` or a dotted path ``package.module.Class``)."""
+    path = KINDS[kind][1] if kind in KINDS else kind
+    module_name, _, class_name = path.rpartition(".")
+    if not module_name:
+        raise ConnectorError(f"unknown connector kind {kind!r} (known: {', '.join(sorted(KINDS))})", permanent=True)
+    try:
+        return getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConnectorError(f"connector kind {kind!r}: cannot import {path} ({exc})", permanent=True) from None
+
+
+def build(kind: str, name: str, settings: Mapping, *, role: str | None = None):
+    """A connector of ``kind`` named ``name`` built from its settings; ``role`` checks what it must be."""
+    connector = connector_class(kind)(name, settings)
+    if role is not None and not isinstance(connector, ROLES[role]):
+        raise ConnectorError(f"connector {name!r} of kind {kind!r} is not a {role} connector", permanent=True)
+    return connector

@@ -1,4 +1,5 @@
-"""The local-files connector: reads an attempt bundle (CONTRACTS.md section 1) into an AttemptContext.
+"""The local-files connector: reads an attempt bundle (CONTRACTS.md section 1) into an AttemptContext,
+and watches a folder for new bundles (``scan_folder``, ``BundleFolder``).
 
 It is the reference every other connector is tested against. Nothing here reads a log file: streams
 are opened lazily by the engine, so a bundle of any size costs the same to load.
@@ -7,12 +8,16 @@ are opened lazily by the engine, so a bundle of any size costs the same to load.
 from __future__ import annotations
 
 import json
+import os
+import time
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from connectors.base import ConnectorError
+from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.prometheus_format import parse_query_range
+from connectors.settings import Settings
 from rules.engine.context import (
     Attempt,
     AttemptContext,
@@ -238,3 +243,81 @@ def _log_streams(root: Path, reports: list[SourceReport]) -> list[LogStream]:
         elif entry.is_file() and entry.suffix in LOG_SUFFIXES:
             streams.append(LogStream.from_path(f"logs/{entry.name}", entry.stem, None, entry))
     return streams
+
+
+def scan_folder(folder: str | Path, seen: Collection[str], *, settle: float, now: float) -> list[Path]:
+    """The complete bundle directories of a watched folder that are not in ``seen``, by name.
+
+    A bundle is complete when its ``attempt.json`` exists and nothing in the directory has changed for
+    ``settle`` seconds before ``now`` (a copy in progress keeps touching it). Hidden entries are skipped.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise ConnectorError(f"{root}: watched folder is not a directory", permanent=True)
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name in seen or entry.name.startswith(".") or not entry.is_dir():
+            continue
+        if not (entry / "attempt.json").is_file():
+            continue
+        changed = _last_change(entry)
+        if changed is not None and now - changed >= settle:
+            found.append(entry)
+    return found
+
+
+def _last_change(directory: Path) -> float | None:
+    """The latest modification time of ``directory`` and everything in it (None if it vanished)."""
+    try:
+        latest = directory.stat().st_mtime
+        for parent, dirs, files in os.walk(directory):
+            for name in (*dirs, *files):
+                latest = max(latest, os.lstat(os.path.join(parent, name)).st_mtime)
+    except FileNotFoundError:
+        return None
+    return latest
+
+
+class BundleFolder:
+    """A watched folder as a scheduler: each new complete bundle in it is one discovered attempt.
+
+    Settings: ``path`` (the folder), ``settle_seconds`` (default 30). The cursor is the JSON list of
+    the bundle names already seen. A bundle whose ``attempt.json`` is unusable is seen once and listed
+    in ``skipped``, never retried silently forever.
+    """
+
+    def __init__(self, name: str, settings: Mapping):
+        self.name = name
+        reader = Settings(name, settings)
+        self.path = Path(reader.text("path", required=True))
+        self.settle = reader.number("settle_seconds", 30.0)
+        reader.finish()
+        self.skipped: list[str] = []
+
+    def discover(self, cursor: str | None) -> tuple[list[DiscoveredAttempt], str | None]:
+        seen = set(_seen_names(cursor))
+        found, self.skipped = [], []
+        for bundle in scan_folder(self.path, seen, settle=self.settle, now=time.time()):
+            seen.add(bundle.name)
+            try:
+                attempt = parse_attempt(json.loads((bundle / "attempt.json").read_bytes()), where=str(bundle))
+            except (OSError, ValueError, ConnectorError) as exc:
+                self.skipped.append(f"{bundle}: {exc}")
+                continue
+            found.append(DiscoveredAttempt(attempt=attempt, extra={"bundle": str(bundle)}))
+        return found, json.dumps(sorted(seen))
+
+    def attempt_context(self, discovered: DiscoveredAttempt) -> AttemptContext:
+        return load_bundle(discovered.extra["bundle"])
+
+
+def _seen_names(cursor: str | None) -> list[str]:
+    if not cursor:
+        return []
+    try:
+        names = json.loads(cursor)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ConnectorError(f"bundle folder cursor is not a JSON list of names: {cursor[:80]!r}", permanent=True)
+    return names
