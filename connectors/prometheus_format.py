@@ -27,6 +27,11 @@ def parse_query_range(body: bytes | str, ref: str, node_labels: tuple[str, ...] 
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"not valid JSON ({exc})") from None
+    return series_of_document(document, ref, node_labels)
+
+
+def series_of_document(document: object, ref: str, node_labels: tuple[str, ...] = NODE_LABELS) -> list[MetricSeries]:
+    """The series of one decoded ``query_range`` response. Raises ValueError naming the offending part."""
     if not isinstance(document, dict):
         raise ValueError("expected a JSON object")
     if document.get("status") != "success":

@@ -1,0 +1,1 @@
+"""Prometheus: PromQL ``query_range`` for an attempt's nodes and window (DCGM exporter, node_exporter)."""
