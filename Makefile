@@ -22,8 +22,10 @@ run: $(STAMP) ## Run Faultline: diagnose the generated demo bundle
 	$(BIN)/python manage.py demo_bundle var/demo/bundle
 	$(BIN)/python manage.py diagnose var/demo/bundle --format text
 
-test: $(STAMP) ## Run the test suite (starts PostgreSQL and Redis when they are not running)
+test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Prometheus when they are not running)
 	scripts/services.sh
+	scripts/slurm.sh
+	PYTHON=$(BIN)/python scripts/prometheus.sh
 	$(BIN)/pytest
 
 lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract

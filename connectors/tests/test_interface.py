@@ -1,0 +1,265 @@
+"""The connector interface: registry, settings, the HTTP client's retries, gather, file logs, watched folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from connectors.base import KINDS, ConnectorError, DiscoveredAttempt, LogSource, MetricSource, Scheduler, build
+from connectors.files import FileLogSource
+from connectors.gather import gather
+from connectors.http_client import HttpClient
+from connectors.localfiles import BundleFolder, scan_folder
+from connectors.settings import Settings
+from connectors.tests.http_double import HttpDouble
+from rules.engine.context import Attempt, AttemptContext, LogStream, SourceReport
+
+START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+END = datetime(2026, 11, 2, 11, 0, tzinfo=UTC)
+ATTEMPT = Attempt(cluster="dgx", scheduler="slurm", job_id="5", attempt=1, nodes=("node01", "node02"),
+                  start=START, end=END, state="FAILED", exit_code="1:0", ranks={0: "node01", 1: "node02"})  # fmt: skip
+
+
+# -- registry --
+
+SETTINGS = {
+    "slurm": {"cluster": "c"},
+    "slurmrestd": {"cluster": "c", "url": "http://127.0.0.1:1"},
+    "kueue": {"cluster": "c", "host": "http://127.0.0.1:1"},
+    "bundles": {"path": "/tmp"},
+    "files": {"paths": {"syslog": "/var/log/{node}/syslog"}},
+    "loki": {"url": "http://127.0.0.1:1", "queries": {"syslog": '{host="$node"}'}},
+    "prometheus": {"url": "http://127.0.0.1:1"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_registered_kind_builds_and_has_its_role(kind):
+    role = KINDS[kind][0]
+    connector = build(kind, f"my-{kind}", SETTINGS[kind], role=role)
+    assert connector.name == f"my-{kind}"
+    assert isinstance(connector, {"scheduler": Scheduler, "logs": LogSource, "metrics": MetricSource}[role])
+
+
+def test_unknown_kinds_and_wrong_roles_are_permanent_errors():
+    with pytest.raises(ConnectorError, match="unknown connector kind 'lsf'"):
+        build("lsf", "x", {})
+    with pytest.raises(ConnectorError, match="cannot import"):
+        build("connectors.nothing.Here", "x", {})
+    with pytest.raises(ConnectorError, match="is not a scheduler connector"):
+        build("files", "x", SETTINGS["files"], role="scheduler")
+
+
+def test_a_discovered_attempt_round_trips_through_json():
+    discovered = DiscoveredAttempt(attempt=ATTEMPT, extra={"stdout": "/jobs/5.out"})
+    document = json.loads(json.dumps(discovered.to_dict()))
+    assert document["start"] == "2026-11-02T10:00:00Z"
+    assert DiscoveredAttempt.from_dict(document) == discovered
+
+
+# -- settings --
+
+
+def test_settings_read_types_secrets_and_reject_unknown_keys(tmp_path, monkeypatch):
+    secret = tmp_path / "token"
+    secret.write_text("s3cret\n")
+    monkeypatch.setenv("FAULTLINE_TEST_PASSWORD", "pw")
+    reader = Settings("loki", {"limit": 10, "token_file": str(secret), "password_env": "FAULTLINE_TEST_PASSWORD"})
+    assert reader.integer("limit", 5) == 10
+    assert reader.secret("token") == "s3cret"
+    assert reader.secret("password") == "pw"
+    reader.finish()
+    with pytest.raises(ConnectorError, match="setting 'limit' must be an integer of at least 1"):
+        Settings("loki", {"limit": "10"}).integer("limit", 5, minimum=1)
+    with pytest.raises(ConnectorError, match="must not hold the secret itself"):
+        Settings("loki", {"token": "plain"}).secret("token")
+    with pytest.raises(ConnectorError, match="FAULTLINE_TEST_UNSET .* is not set") as caught:
+        Settings("loki", {"token_env": "FAULTLINE_TEST_UNSET"}).secret("token")
+    assert caught.value.permanent
+    with pytest.raises(ConnectorError, match="'urll' is not a setting"):
+        Settings("loki", {"urll": "x"}).finish()
+
+
+# -- HTTP client --
+
+
+@pytest.fixture
+def api():
+    answers = []
+    double = HttpDouble(lambda request: answers.pop(0))
+    double.answers = answers
+    yield double
+    double.close()
+
+
+def test_http_retries_transient_failures_with_backoff_and_sends_credentials(api, monkeypatch):
+    monkeypatch.setenv("FAULTLINE_TEST_TOKEN", "abc")
+    api.answers.extend([(503, {}, "busy"), (429, {"Retry-After": "0.01"}, "slow down"), (200, {}, {"ok": 1})])
+    waits = []
+    client = HttpClient.from_settings(Settings("p", {"url": api.url, "token_env": "FAULTLINE_TEST_TOKEN",
+                                                     "tenant": "team-a", "backoff": 0.5}))  # fmt: skip
+    client.sleep = waits.append
+    assert client.get_json("/api", {"q": "x"}) == {"ok": 1}
+    assert waits == [0.5, 0.01]
+    assert api.requests[0].headers["Authorization"] == "Bearer abc"
+    assert api.requests[0].headers["X-Scope-OrgID"] == "team-a"
+    assert api.requests[0].params == {"q": "x"}
+
+
+def test_http_client_errors_say_whether_a_retry_can_help(api):
+    client = HttpClient("p", api.url, retries=1, sleep=lambda _: None)
+    api.answers.append((404, {}, "no such page"))
+    with pytest.raises(ConnectorError, match="HTTP 404 no such page") as caught:
+        client.get_json("/x")
+    assert caught.value.permanent
+    api.answers.extend([(500, {}, "oops"), (500, {}, "oops")])
+    with pytest.raises(ConnectorError, match=r"HTTP 500 oops \(after 2 tries\)") as caught:
+        client.get_json("/x")
+    assert not caught.value.permanent
+    api.answers.extend([(200, {}, b"<html>"), (200, {}, b"<html>")])
+    with pytest.raises(ConnectorError, match=r"malformed JSON .*\(after 2 tries\)") as caught:
+        client.get_json("/x")
+    assert caught.value.permanent
+
+
+def test_http_client_times_out(api):
+    def slow(request):
+        time.sleep(0.5)
+        return 200, {}, {}
+
+    api.respond = slow
+    client = HttpClient("p", api.url, timeout=0.1, retries=0)
+    with pytest.raises(ConnectorError, match="timed out after 0.1 s") as caught:
+        client.get_json("/x")
+    assert not caught.value.permanent
+
+
+# -- gather --
+
+
+class Scheduler_:
+    name = "sched"
+    skipped: list[str] = []
+
+    def __init__(self, fail=None):
+        self.fail = fail
+
+    def attempt_context(self, discovered):
+        if self.fail:
+            raise self.fail
+        stream = LogStream.from_bytes("logs/stdout.out", "stdout", None, b"hello\n")
+        report = SourceReport("stderr", "app", "missing", "no stderr")
+        return AttemptContext(attempt=discovered.attempt, streams=(stream,), reports=(report,))
+
+
+class Broken:
+    def __init__(self, name, error):
+        self.name, self.error = name, error
+
+    def fetch_logs(self, nodes, start, end):
+        raise self.error
+
+    def fetch_metrics(self, nodes, start, end):
+        raise self.error
+
+
+class Windowed:
+    name = "windowed"
+
+    def __init__(self):
+        self.asked = None
+
+    def fetch_logs(self, nodes, start, end):
+        self.asked = (tuple(nodes), start, end)
+        return [LogStream.from_bytes("logs/node01/syslog.log", "syslog", "node01", b"x\n")], [
+            SourceReport("syslog", "system", "ok", "windowed: 1 node")
+        ]
+
+
+def test_gather_merges_sources_and_turns_failures_into_gaps():
+    windowed = Windowed()
+    context = gather(
+        DiscoveredAttempt(attempt=ATTEMPT),
+        Scheduler_(),
+        [windowed, Broken("loki", ConnectorError("loki: HTTP 503 (after 4 tries)"))],
+        [Broken("prom", KeyError("values"))],
+    )
+    assert [s.ref for s in context.streams] == ["logs/stdout.out", "logs/node01/syslog.log"]
+    assert windowed.asked == (("node01", "node02"), datetime(2026, 11, 2, 9, 55, tzinfo=UTC),
+                              datetime(2026, 11, 2, 11, 5, tzinfo=UTC))  # fmt: skip
+    assert [(r.name, r.kind, r.status) for r in context.reports] == [
+        ("stderr", "app", "missing"), ("syslog", "system", "ok"), ("loki", "system", "error"),
+        ("prom", "metrics", "error"),
+    ]  # fmt: skip
+    assert context.reports[2].detail == "loki: HTTP 503 (after 4 tries) (transient)"
+    assert context.reports[3].detail == "unexpected KeyError: 'values'"
+
+
+def test_gather_survives_a_failing_scheduler():
+    context = gather(DiscoveredAttempt(attempt=ATTEMPT), Scheduler_(fail=ConnectorError("gone", permanent=True)))
+    assert context.attempt == ATTEMPT
+    assert [(r.name, r.status, r.detail) for r in context.reports] == [("sched", "error", "gone (permanent)")]
+
+
+# -- file logs --
+
+
+def test_file_logs_per_node_and_central(tmp_path):
+    (tmp_path / "node01").mkdir()
+    (tmp_path / "node01" / "syslog").write_text("line\n")
+    (tmp_path / "central.log").write_text("many hosts\n")
+    source = FileLogSource("files", {"paths": {"syslog": f"{tmp_path}/{{node}}/syslog",
+                                               "messages": f"{tmp_path}/central.log", "kern": f"{tmp_path}/none.log"}})  # fmt: skip
+    streams, reports = source.fetch_logs(["node01", "node02"], START, END)
+    assert [(s.ref, s.node) for s in streams] == [("logs/messages.log", None), ("logs/node01/syslog.log", "node01")]
+    by_name = {r.name: (r.status, r.detail) for r in reports}
+    assert by_name["kern"][0] == "missing"
+    assert by_name["messages"][0] == "ok"
+    assert by_name["syslog"] == ("partial", f"files: 1 of 2 nodes; no file {tmp_path}/node02/syslog")
+
+
+# -- watched folder --
+
+
+def write_bundle(folder, name, *, attempt=True):
+    bundle = folder / name
+    (bundle / "logs").mkdir(parents=True)
+    (bundle / "logs" / "out.log").write_text("x\n")
+    if attempt:
+        document = {"cluster": "c", "scheduler": "static", "job_id": name, "nodes": ["n1"],
+                    "start": "2026-11-02T10:00:00Z", "end": "2026-11-02T11:00:00Z", "state": "FAILED"}  # fmt: skip
+        (bundle / "attempt.json").write_text(json.dumps(document))
+    return bundle
+
+
+def test_scan_folder_returns_new_settled_complete_bundles(tmp_path):
+    old, fresh = write_bundle(tmp_path, "old"), write_bundle(tmp_path, "fresh")
+    write_bundle(tmp_path, "incomplete", attempt=False)
+    write_bundle(tmp_path, ".copying")
+    (tmp_path / "note.txt").write_text("not a bundle")
+    now = time.time()
+    for path in [old, *old.rglob("*")]:
+        os.utime(path, (now - 120, now - 120))
+    assert scan_folder(tmp_path, set(), settle=30, now=now) == [old]
+    assert scan_folder(tmp_path, {"old"}, settle=30, now=now + 60) == [fresh]
+    with pytest.raises(ConnectorError, match="not a directory"):
+        scan_folder(tmp_path / "missing", set(), settle=30, now=now)
+
+
+def test_bundle_folder_discovers_each_bundle_once_and_skips_bad_ones(tmp_path):
+    write_bundle(tmp_path, "a")
+    bad = write_bundle(tmp_path, "b")
+    (bad / "attempt.json").write_text("{not json")
+    folder = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0})
+    found, cursor = folder.discover(None)
+    assert [d.attempt.job_id for d in found] == ["a"]
+    assert json.loads(cursor) == ["a", "b"]
+    assert len(folder.skipped) == 1
+    assert folder.skipped[0].startswith(f"{bad}:")
+    context = folder.attempt_context(found[0])
+    assert [s.ref for s in context.streams] == ["logs/out.log"]
+    assert folder.discover(cursor)[0] == []
