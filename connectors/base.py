@@ -131,7 +131,6 @@ class MetricSource(Protocol):
 # kind -> (role, dotted path of the class). A kind not listed here may be given as a dotted path.
 KINDS: dict[str, tuple[str, str]] = {
     "slurm": ("scheduler", "connectors.slurm.scheduler.SlurmScheduler"),
-    "slurmrestd": ("scheduler", "connectors.slurm.rest.SlurmRestScheduler"),
     "kueue": ("scheduler", "connectors.kubernetes.kueue.KueueScheduler"),
     "bundles": ("scheduler", "connectors.localfiles.BundleFolder"),
     "files": ("logs", "connectors.files.FileLogSource"),

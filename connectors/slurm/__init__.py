@@ -1,2 +1,2 @@
 """Slurm: discovery with ``sacct -P`` text output, job output paths from ``scontrol show job -o``,
-job output read from the shared filesystem, and an optional slurmrestd client."""
+job output read from the shared filesystem."""

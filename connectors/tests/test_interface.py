@@ -28,7 +28,6 @@ ATTEMPT = Attempt(cluster="dgx", scheduler="slurm", job_id="5", attempt=1, nodes
 
 SETTINGS = {
     "slurm": {"cluster": "c"},
-    "slurmrestd": {"cluster": "c", "url": "http://127.0.0.1:1"},
     "kueue": {"cluster": "c", "host": "http://127.0.0.1:1"},
     "bundles": {"path": "/tmp"},
     "files": {"paths": {"syslog": "/var/log/{node}/syslog"}},

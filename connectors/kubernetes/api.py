@@ -1,0 +1,116 @@
+"""The Kubernetes API through the official client, with timeouts, retries and the raw JSON shapes.
+
+Responses are read as the API's JSON (``_preload_content=False``), so the connector works with the
+documented field names (``containerStatuses``, ``lastTransitionTime``) whatever the client version.
+404 raises ``NotFound`` (a missing source, not an error); 429 and 5xx are retried; other 4xx are permanent.
+
+Settings: ``kubeconfig`` (a file; ``context`` picks one of its contexts), or ``in_cluster: true``, or
+``host`` with the secret ``token`` (``token_env``/``token_file``) and ``ca_file``/``verify_tls``;
+``timeout`` (seconds per request, default 30), ``retries`` (default 3), ``backoff`` (default 1).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from connectors.base import ConnectorError
+from connectors.settings import Settings
+
+
+class NotFound(ConnectorError):
+    def __init__(self, message: str):
+        super().__init__(message, permanent=True)
+
+
+class KubernetesApi:
+    def __init__(self, reader: Settings, *, sleep: Callable[[float], None] = time.sleep):
+        self.name = reader.connector
+        configuration = client.Configuration()
+        kubeconfig, context = reader.text("kubeconfig"), reader.text("context")
+        in_cluster, host = reader.boolean("in_cluster", False), reader.text("host")
+        token, ca_file, verify = reader.secret("token"), reader.text("ca_file"), reader.boolean("verify_tls", True)
+        if sum(bool(x) for x in (kubeconfig, in_cluster, host)) != 1:
+            raise reader.error("host", "or kubeconfig or in_cluster: exactly one must be given")
+        try:
+            if kubeconfig:
+                config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+            elif in_cluster:
+                config.load_incluster_config(client_configuration=configuration)
+        except (ConfigException, OSError) as exc:
+            raise ConnectorError(f"{self.name}: cannot load the Kubernetes configuration: {exc}", permanent=True) from None
+        if host:
+            configuration.host = host.rstrip("/")
+            configuration.verify_ssl = verify
+            if ca_file:
+                configuration.ssl_ca_cert = ca_file
+            if token:
+                configuration.api_key = {"authorization": token}
+                configuration.api_key_prefix = {"authorization": "Bearer"}
+        configuration.retries = False
+        self.timeout = reader.number("timeout", 30.0, minimum=0.1)
+        self.retries = reader.integer("retries", 3)
+        self.backoff = reader.number("backoff", 1.0)
+        self.sleep = sleep
+        api_client = client.ApiClient(configuration)
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+
+    def call(self, what: str, method, *args, **kwargs) -> bytes:
+        """The raw body of one API call, retried while transient."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = method(*args, _preload_content=False, _request_timeout=self.timeout, **kwargs)
+                return response.data
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise NotFound(f"{self.name}: {what}: not found") from None
+                transient = exc.status == 429 or exc.status >= 500
+                problem = f"HTTP {exc.status} {_status_message(exc.body)}"
+            except urllib3.exceptions.HTTPError as exc:
+                transient, problem = True, f"request failed: {exc}"
+            if not transient or attempt > self.retries:
+                tries = f" (after {attempt} tries)" if attempt > 1 else ""
+                raise ConnectorError(f"{self.name}: {what}: {problem}{tries}", permanent=not transient)
+            self.sleep(self.backoff * 2 ** (attempt - 1))
+
+    def json(self, what: str, method, *args, **kwargs) -> dict:
+        body = self.call(what, method, *args, **kwargs)
+        try:
+            document = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ConnectorError(f"{self.name}: {what}: malformed JSON ({exc})", permanent=True) from None
+        if not isinstance(document, dict):
+            raise ConnectorError(f"{self.name}: {what}: expected a JSON object", permanent=True)
+        return document
+
+    def items(self, what: str, method, *args, **kwargs) -> list[dict]:
+        """All items of a list call, following ``metadata.continue``."""
+        items, token = [], None
+        while True:
+            extra = {"_continue": token} if token else {}
+            document = self.json(what, method, *args, limit=500, **extra, **kwargs)
+            page = document.get("items")
+            if not isinstance(page, list):
+                raise ConnectorError(f"{self.name}: {what}: the list has no items", permanent=True)
+            items.extend(item for item in page if isinstance(item, dict))
+            token = (document.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+
+def _status_message(body: object) -> str:
+    """The ``message`` of a Kubernetes ``Status`` body, or the body's start."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+    try:
+        return str(json.loads(text).get("message", text))[:300]
+    except (ValueError, AttributeError):
+        return text[:300]
