@@ -37,14 +37,30 @@ def gpu_series(out, name: str, kind: str, help_text: str, value) -> None:
 
 def main(path: str) -> None:
     with open(path, "w") as out:
-        gpu_series(out, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
-                   lambda node, gpu, i, t: 79 if (node, gpu) == ("node02", 3) and t >= at(11, 0) else 0)
-        gpu_series(out, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "gauge", "Total number of double-bit volatile ECC errors.",
-                   lambda node, gpu, i, t: 2 if (node, gpu) == ("node01", 1) and t >= at(11, 10) else 0)
-        gpu_series(out, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "gauge",
-                   "Total number of NVLink flow-control CRC errors.", lambda node, gpu, i, t: i // 40)
-        gpu_series(out, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).",
-                   lambda node, gpu, i, t: 40 + gpu + i % 20)
+        gpu_series(
+            out,
+            "DCGM_FI_DEV_XID_ERRORS",
+            "gauge",
+            "Value of the last XID error encountered.",
+            lambda node, gpu, i, t: 79 if (node, gpu) == ("node02", 3) and t >= at(11, 0) else 0,
+        )
+        gpu_series(
+            out,
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "gauge",
+            "Total number of double-bit volatile ECC errors.",
+            lambda node, gpu, i, t: 2 if (node, gpu) == ("node01", 1) and t >= at(11, 10) else 0,
+        )
+        gpu_series(
+            out,
+            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+            "gauge",
+            "Total number of NVLink flow-control CRC errors.",
+            lambda node, gpu, i, t: i // 40,
+        )
+        gpu_series(
+            out, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", lambda node, gpu, i, t: 40 + gpu + i % 20
+        )
         family = "node_infiniband_link_downed"  # an OpenMetrics counter: its samples end in _total
         out.write(f"# HELP {family} Number of times the link failed to recover from an error state and went down\n")
         out.write(f"# TYPE {family} counter\n")

@@ -44,7 +44,9 @@ class KubernetesApi:
             elif in_cluster:
                 config.load_incluster_config(client_configuration=configuration)
         except (ConfigException, OSError) as exc:
-            raise ConnectorError(f"{self.name}: cannot load the Kubernetes configuration: {exc}", permanent=True) from None
+            raise ConnectorError(
+                f"{self.name}: cannot load the Kubernetes configuration: {exc}", permanent=True
+            ) from None
         if host:
             configuration.host = host.rstrip("/")
             configuration.verify_ssl = verify

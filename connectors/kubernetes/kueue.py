@@ -90,9 +90,7 @@ class KueueScheduler:
 
     def workloads(self) -> list[dict]:
         if not self.namespaces:
-            return self.api.items(
-                "list workloads", self.api.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL
-            )
+            return self.api.items("list workloads", self.api.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
         items = []
         for namespace in self.namespaces:
             items += self.api.items(f"list workloads in {namespace}", self.api.custom.list_namespaced_custom_object,
@@ -200,7 +198,9 @@ class KueueScheduler:
 
 
 def _ending(workload: dict) -> tuple[str, dict] | None:
-    conditions = {c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+    conditions = {
+        c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
+    }
     finished = conditions.get("Finished")
     if finished and finished.get("status") == "True" and finished.get("reason") != "Succeeded":
         return "Failed", finished
@@ -235,7 +235,9 @@ def _pod_summary(pod: dict) -> dict:
             if not state:
                 continue
             code = str(state.get("exitCode", ""))
-            terminations.append({"container": item.get("name", ""), "exit_code": code, "reason": state.get("reason", "")})
+            terminations.append(
+                {"container": item.get("name", ""), "exit_code": code, "reason": state.get("reason", "")}
+            )
             if code != "0" or state.get("reason") not in ("Completed", None):
                 detail = f" (signal {state['signal']})" if state.get("signal") else ""
                 message = (f"container {item.get('name')} of pod {name} terminated with exit code {code}{detail}"

@@ -172,10 +172,7 @@ class LokiLogSource:
             problems.append("no lines from " + ", ".join(silent[:5]) + (" ..." if len(silent) > 5 else ""))
         if not problems:
             return SourceReport(name, kind, "ok", detail)
-        if not with_lines:
-            status = "error" if pull.failed_nodes else "missing"
-        else:
-            status = "partial"
+        status = "partial" if with_lines else ("error" if pull.failed_nodes else "missing")
         return SourceReport(name, kind, status, f"{detail}; " + "; ".join(problems))
 
 

@@ -20,8 +20,18 @@ from rules.engine.context import Attempt, AttemptContext, LogStream, SourceRepor
 
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 END = datetime(2026, 11, 2, 11, 0, tzinfo=UTC)
-ATTEMPT = Attempt(cluster="dgx", scheduler="slurm", job_id="5", attempt=1, nodes=("node01", "node02"),
-                  start=START, end=END, state="FAILED", exit_code="1:0", ranks={0: "node01", 1: "node02"})  # fmt: skip
+ATTEMPT = Attempt(
+    cluster="dgx",
+    scheduler="slurm",
+    job_id="5",
+    attempt=1,
+    nodes=("node01", "node02"),
+    start=START,
+    end=END,
+    state="FAILED",
+    exit_code="1:0",
+    ranks={0: "node01", 1: "node02"},
+)
 
 
 # -- registry --
@@ -99,8 +109,9 @@ def test_http_retries_transient_failures_with_backoff_and_sends_credentials(api,
     monkeypatch.setenv("FAULTLINE_TEST_TOKEN", "abc")
     api.answers.extend([(503, {}, "busy"), (429, {"Retry-After": "0.01"}, "slow down"), (200, {}, {"ok": 1})])
     waits = []
-    client = HttpClient.from_settings(Settings("p", {"url": api.url, "token_env": "FAULTLINE_TEST_TOKEN",
-                                                     "tenant": "team-a", "backoff": 0.5}))  # fmt: skip
+    client = HttpClient.from_settings(
+        Settings("p", {"url": api.url, "token_env": "FAULTLINE_TEST_TOKEN", "tenant": "team-a", "backoff": 0.5})
+    )
     client.sleep = waits.append
     assert client.get_json("/api", {"q": "x"}) == {"ok": 1}
     assert waits == [0.5, 0.01]
@@ -188,12 +199,17 @@ def test_gather_merges_sources_and_turns_failures_into_gaps():
         [Broken("prom", KeyError("values"))],
     )
     assert [s.ref for s in context.streams] == ["logs/stdout.out", "logs/node01/syslog.log"]
-    assert windowed.asked == (("node01", "node02"), datetime(2026, 11, 2, 9, 55, tzinfo=UTC),
-                              datetime(2026, 11, 2, 11, 5, tzinfo=UTC))  # fmt: skip
+    assert windowed.asked == (
+        ("node01", "node02"),
+        datetime(2026, 11, 2, 9, 55, tzinfo=UTC),
+        datetime(2026, 11, 2, 11, 5, tzinfo=UTC),
+    )
     assert [(r.name, r.kind, r.status) for r in context.reports] == [
-        ("stderr", "app", "missing"), ("syslog", "system", "ok"), ("loki", "system", "error"),
+        ("stderr", "app", "missing"),
+        ("syslog", "system", "ok"),
+        ("loki", "system", "error"),
         ("prom", "metrics", "error"),
-    ]  # fmt: skip
+    ]
     assert context.reports[2].detail == "loki: HTTP 503 (after 4 tries) (transient)"
     assert context.reports[3].detail == "unexpected KeyError: 'values'"
 
@@ -211,8 +227,16 @@ def test_file_logs_per_node_and_central(tmp_path):
     (tmp_path / "node01").mkdir()
     (tmp_path / "node01" / "syslog").write_text("line\n")
     (tmp_path / "central.log").write_text("many hosts\n")
-    source = FileLogSource("files", {"paths": {"syslog": f"{tmp_path}/{{node}}/syslog",
-                                               "messages": f"{tmp_path}/central.log", "kern": f"{tmp_path}/none.log"}})  # fmt: skip
+    source = FileLogSource(
+        "files",
+        {
+            "paths": {
+                "syslog": f"{tmp_path}/{{node}}/syslog",
+                "messages": f"{tmp_path}/central.log",
+                "kern": f"{tmp_path}/none.log",
+            }
+        },
+    )
     streams, reports = source.fetch_logs(["node01", "node02"], START, END)
     assert [(s.ref, s.node) for s in streams] == [("logs/messages.log", None), ("logs/node01/syslog.log", "node01")]
     by_name = {r.name: (r.status, r.detail) for r in reports}
@@ -229,8 +253,15 @@ def write_bundle(folder, name, *, attempt=True):
     (bundle / "logs").mkdir(parents=True)
     (bundle / "logs" / "out.log").write_text("x\n")
     if attempt:
-        document = {"cluster": "c", "scheduler": "static", "job_id": name, "nodes": ["n1"],
-                    "start": "2026-11-02T10:00:00Z", "end": "2026-11-02T11:00:00Z", "state": "FAILED"}  # fmt: skip
+        document = {
+            "cluster": "c",
+            "scheduler": "static",
+            "job_id": name,
+            "nodes": ["n1"],
+            "start": "2026-11-02T10:00:00Z",
+            "end": "2026-11-02T11:00:00Z",
+            "state": "FAILED",
+        }
         (bundle / "attempt.json").write_text(json.dumps(document))
     return bundle
 

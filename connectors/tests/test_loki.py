@@ -39,10 +39,19 @@ def loki():
         [
             ({"host": "node01", "job": "syslog"}, syslog("node01", 12, same_stamp_at=4)),
             ({"host": "node02", "job": "syslog"}, syslog("node02", 3)),
-            ({"host": "node02", "job": "kernel"}, [(ns(90), "Nov  2 10:01:30 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.")]),
+            (
+                {"host": "node02", "job": "kernel"},
+                [
+                    (
+                        ns(90),
+                        "Nov  2 10:01:30 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, "
+                        "GPU has fallen off the bus.",
+                    )
+                ],
+            ),
             ({"host": "node09", "job": "syslog"}, syslog("node09", 2)),
         ]
-    )  # fmt: skip
+    )
     yield double
     double.close()
 
@@ -63,8 +72,13 @@ def test_pages_forward_and_drops_the_repeated_entries_at_each_boundary(loki):
     assert lines(streams[0]) == [f"Nov  2 10:01:{i:02d} node01 kernel: line {i}" for i in range(12)]
     assert [(r.status, r.detail) for r in reports] == [("ok", "loki: 12 lines from 1 of 1 nodes")]
     first, *rest = loki.requests
-    assert first.params == {"query": '{host="node01", job="syslog"}', "start": str(BASE),
-                            "end": str(int(END.timestamp()) * 10**9), "limit": "5", "direction": "forward"}  # fmt: skip
+    assert first.params == {
+        "query": '{host="node01", job="syslog"}',
+        "start": str(BASE),
+        "end": str(int(END.timestamp()) * 10**9),
+        "limit": "5",
+        "direction": "forward",
+    }
     assert len(rest) >= 2
     assert all(int(b.params["start"]) >= int(a.params["start"]) for a, b in zip(loki.requests, rest, strict=False))
 
@@ -73,8 +87,10 @@ def test_a_query_for_all_nodes_places_streams_by_label_and_names_them_by_label(l
     settings = {"queries": {"syslog": '{host=~"$nodes"}'}, "stream_label": "job", "stream_names": {"kernel": "kern"}}
     streams, reports = source(loki, **settings).fetch_logs(["node01", "node02"], START, END)
     assert sorted((s.node, s.name, s.kind) for s in streams) == [
-        ("node01", "syslog", "system"), ("node02", "kern", "system"), ("node02", "syslog", "system")
-    ]  # fmt: skip
+        ("node01", "syslog", "system"),
+        ("node02", "kern", "system"),
+        ("node02", "syslog", "system"),
+    ]
     assert loki.requests[0].params["query"] == '{host=~"node01|node02"}'
     assert reports[0].status == "ok"
 
@@ -119,8 +135,14 @@ def test_malformed_json_after_a_good_page_keeps_the_good_page_and_reports_partia
 
 
 def test_a_page_that_carries_fewer_entries_than_it_claims_is_reported(loki):
-    page = {"status": "success", "data": {"resultType": "streams", "stats": {"summary": {"totalEntriesReturned": 3}},
-            "result": [{"stream": {"host": "node02", "job": "syslog"}, "values": [[str(ns(60)), "only one"]]}]}}  # fmt: skip
+    page = {
+        "status": "success",
+        "data": {
+            "resultType": "streams",
+            "stats": {"summary": {"totalEntriesReturned": 3}},
+            "result": [{"stream": {"host": "node02", "job": "syslog"}, "values": [[str(ns(60)), "only one"]]}],
+        },
+    }
     loki.faults = [(200, {}, page)]
     streams, reports = source(loki).fetch_logs(["node02"], START, END)
     assert lines(streams[0]) == ["only one"]
@@ -169,8 +191,17 @@ def test_the_engine_diagnoses_from_loki_logs_gathered_with_the_attempt(loki):
         def attempt_context(self, discovered):
             return AttemptContext(attempt=discovered.attempt)
 
-    attempt = Attempt(cluster="dgx", scheduler="slurm", job_id="9", attempt=0, nodes=("node01", "node02"),
-                      start=START, end=END, state="FAILED", exit_code="1:0")  # fmt: skip
+    attempt = Attempt(
+        cluster="dgx",
+        scheduler="slurm",
+        job_id="9",
+        attempt=0,
+        nodes=("node01", "node02"),
+        start=START,
+        end=END,
+        state="FAILED",
+        exit_code="1:0",
+    )
     logs = source(loki, queries={"syslog": '{host=~"$nodes"}'})
     context = gather(DiscoveredAttempt(attempt=attempt), RecordOnly(), [logs])
     diagnosis = Engine(load_rules(ROOT / "rules" / "packs" / "default")).diagnose(context)

@@ -44,8 +44,17 @@ class RecordOnly:
 
 
 def attempt_on(*nodes: str) -> DiscoveredAttempt:
-    attempt = Attempt(cluster="dgx", scheduler="slurm", job_id="77", attempt=0, nodes=nodes, start=START, end=END,
-                      state="FAILED", exit_code="1:0")  # fmt: skip
+    attempt = Attempt(
+        cluster="dgx",
+        scheduler="slurm",
+        job_id="77",
+        attempt=0,
+        nodes=nodes,
+        start=START,
+        end=END,
+        state="FAILED",
+        exit_code="1:0",
+    )
     return DiscoveredAttempt(attempt=attempt)
 
 
@@ -53,8 +62,14 @@ def test_fetches_the_default_queries_for_the_attempts_nodes_only(prometheus_url)
     source = PrometheusMetricSource("prom", {"url": prometheus_url})
     series, reports = source.fetch_metrics(["node01", "node02"], START, END)
     by_status = {r.name: r.status for r in reports}
-    assert by_status == {"xid": "ok", "ecc_dbe": "ok", "nvlink_errors": "ok", "gpu_temp": "ok",
-                         "ib_link_downed": "ok", "row_remap": "missing"}  # fmt: skip
+    assert by_status == {
+        "xid": "ok",
+        "ecc_dbe": "ok",
+        "nvlink_errors": "ok",
+        "gpu_temp": "ok",
+        "ib_link_downed": "ok",
+        "row_remap": "missing",
+    }
     assert {s.node for s in series} == {"node01", "node02"}
     xid = {(s.node, s.labels["gpu"]): s for s in series if s.name == "DCGM_FI_DEV_XID_ERRORS"}
     assert len(xid) == 8
@@ -82,7 +97,11 @@ def test_the_engine_attributes_the_metric_faults_to_their_node(prometheus_url, e
 def test_a_configured_node_label_and_template(prometheus_url):
     source = PrometheusMetricSource(
         "prom",
-        {"url": prometheus_url, "node_label": "UUID", "queries": {"xid": 'DCGM_FI_DEV_XID_ERRORS{$node_label=~"$nodes"}'}},
+        {
+            "url": prometheus_url,
+            "node_label": "UUID",
+            "queries": {"xid": 'DCGM_FI_DEV_XID_ERRORS{$node_label=~"$nodes"}'},
+        },
     )
     series, reports = source.fetch_metrics(["GPU-node02-3"], START, END)
     assert [(s.node, s.labels["Hostname"]) for s in series] == [("GPU-node02-3", "node02")]

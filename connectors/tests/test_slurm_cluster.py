@@ -33,11 +33,12 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the Slurm tests run a real Slurm cluster, which needs root"),
 ]
 
-FAIL_JOB = """#!/bin/bash
+NCCL_ERROR = "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3"
+FAIL_JOB = f"""#!/bin/bash
 echo "[rank0] step 100 loss=2.31"
 echo "$(hostname -s):1234:5678 [0] NCCL INFO comm 0x55d5 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE"
 echo "$(hostname -s):1234:5678 [3] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer node02<41234>"
-echo "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3"
+echo "RuntimeError: NCCL error in: {NCCL_ERROR}"
 echo "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error." >&2
 exit 1
 """
@@ -79,8 +80,15 @@ def slurm_jobs(tmp_path_factory):
     begin = datetime.now(UTC) - timedelta(seconds=2)
 
     def sbatch(name: str, script: str, *options: str) -> str:
-        return run("sbatch", "--parsable", f"--job-name={name}", f"--output={out}/%x-%j.out", f"--chdir={out}",
-                   *options, str(out / script)).split(";")[0]  # fmt: skip
+        return run(
+            "sbatch",
+            "--parsable",
+            f"--job-name={name}",
+            f"--output={out}/%x-%j.out",
+            f"--chdir={out}",
+            *options,
+            str(out / script),
+        ).split(";")[0]
 
     lost = sbatch("train-nodefail", "sleep.sh", "--no-requeue")
     wait_for([lost], {"RUNNING"}, 60)
@@ -99,8 +107,12 @@ def slurm_jobs(tmp_path_factory):
     wait_for([cancelled], {"RUNNING"}, 60)
     run("scancel", cancelled)
     wait_for([timeout, failed, cancelled], {"TIMEOUT", "FAILED", "CANCELLED"}, 240)
-    return {"node": node, "begin": begin, "out": out,
-            "jobs": {"lost": lost, "timeout": timeout, "failed": failed, "cancelled": cancelled}}  # fmt: skip
+    return {
+        "node": node,
+        "begin": begin,
+        "out": out,
+        "jobs": {"lost": lost, "timeout": timeout, "failed": failed, "cancelled": cancelled},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +134,12 @@ def test_discovery_finds_each_failed_job_with_its_state_and_exit_code(slurm_jobs
     _, by_id, cursor = discovered
     jobs, node = slurm_jobs["jobs"], slurm_jobs["node"]
     assert set(by_id) == set(jobs.values())
-    expected = {"failed": ("FAILED", "1:0"), "timeout": ("TIMEOUT", "0:0"), "cancelled": ("CANCELLED", "0:0"),
-                "lost": ("NODE_FAIL", "0:0")}  # fmt: skip
+    expected = {
+        "failed": ("FAILED", "1:0"),
+        "timeout": ("TIMEOUT", "0:0"),
+        "cancelled": ("CANCELLED", "0:0"),
+        "lost": ("NODE_FAIL", "0:0"),
+    }
     for role, (state, exit_code) in expected.items():
         attempt = by_id[jobs[role]].attempt
         assert (attempt.state, attempt.exit_code) == (state, exit_code), role
@@ -163,8 +179,7 @@ def diagnoses(slurm_jobs, discovered):
     slurmd = FileLogSource("slurmd-log", {"paths": {"slurmd": "/var/log/slurm/slurmd.log"}})
     engine = Engine(load_rules(ROOT / "rules" / "packs" / "default"))
     return {
-        role: engine.diagnose(gather(by_id[job_id], scheduler, [slurmd]))
-        for role, job_id in slurm_jobs["jobs"].items()
+        role: engine.diagnose(gather(by_id[job_id], scheduler, [slurmd])) for role, job_id in slurm_jobs["jobs"].items()
     }
 
 
@@ -196,8 +211,12 @@ def test_the_epilog_builds_the_same_attempt_as_discovery(slurm_jobs, discovered,
     job_id = slurm_jobs["jobs"]["failed"]
     archive = tmp_path / "bundle.tar.gz"
     env = {**os.environ, "FAULTLINE_CLUSTER": "faultline-test"}
-    subprocess.run([str(ROOT / "contrib" / "slurm" / "epilog.sh"), "--bundle", str(archive), job_id],
-                   check=True, env=env, timeout=60)  # fmt: skip
+    subprocess.run(
+        [str(ROOT / "contrib" / "slurm" / "epilog.sh"), "--bundle", str(archive), job_id],
+        check=True,
+        env=env,
+        timeout=60,
+    )
     with tarfile.open(archive) as tar:
         assert sorted(tar.getnames()) == ["attempt.json", "logs", "logs/stderr.err", "logs/stdout.out"]
         tar.extractall(tmp_path / "bundle", filter="data")

@@ -58,9 +58,11 @@ def test_sacct_lines_become_records_and_bad_lines_are_named():
 
 
 def test_scontrol_records_keep_values_with_spaces():
-    line = ("JobId=9 JobName=train fail UserId=root(0) JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 "
-            "TRES=cpu=1,node=1 ReqB:S:C:T=0:0:*:* StdErr=/jobs/train-9.err StdIn=/dev/null StdOut=/jobs/train-9.out "
-            "Power=")  # fmt: skip
+    line = (
+        "JobId=9 JobName=train fail UserId=root(0) JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 "
+        "TRES=cpu=1,node=1 ReqB:S:C:T=0:0:*:* StdErr=/jobs/train-9.err StdIn=/dev/null StdOut=/jobs/train-9.out "
+        "Power="
+    )
     pairs = parse_scontrol_job(line)
     assert pairs["JobName"] == "train fail"
     assert pairs["TRES"] == "cpu=1,node=1"
@@ -69,7 +71,9 @@ def test_scontrol_records_keep_values_with_spaces():
 
 
 def test_path_mapping_takes_the_longest_prefix_and_output_templates_fill_in(tmp_path):
-    scheduler = SlurmScheduler("slurm", {"cluster": "c", "path_map": {"/home": "/mnt/home", "/home/alice/scratch": "/s"}})
+    scheduler = SlurmScheduler(
+        "slurm", {"cluster": "c", "path_map": {"/home": "/mnt/home", "/home/alice/scratch": "/s"}}
+    )
     assert str(scheduler.local_path("/home/alice/job.out")) == "/mnt/home/alice/job.out"
     assert str(scheduler.local_path("/home/alice/scratch/x.out")) == "/s/x.out"
     assert str(scheduler.local_path("/homework/x")) == "/homework/x"
@@ -88,7 +92,9 @@ def test_a_missing_command_is_permanent_and_a_failing_one_transient(tmp_path):
         missing.discover(None)
     assert caught.value.permanent
     script = tmp_path / "down.sh"
-    script.write_text("#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n")
+    script.write_text(
+        "#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n"
+    )
     script.chmod(0o755)
     down = SlurmScheduler("slurm", {"cluster": "c", "command_prefix": [str(script)]})
     with pytest.raises(ConnectorError, match="Connection refused") as caught:
