@@ -14,7 +14,7 @@ from connectors.base import ConnectorError
 from connectors.slurm.hostlist import expand_hostlist
 
 # JobName goes last: a '|' in a job name then stays in the name instead of shifting the other fields.
-SACCT_FIELDS = ("JobID", "JobIDRaw", "User", "NodeList", "Start", "End", "State", "ExitCode", "Reason", "WorkDir",
+SACCT_FIELDS = ("JobID", "JobIDRaw", "User", "NodeList", "Start", "End", "State", "ExitCode", "WorkDir",
                 "JobName")  # fmt: skip
 NO_TIME = frozenset({"", "Unknown", "None", "N/A"})
 NO_NODES = frozenset({"", "None assigned", "(null)"})
@@ -37,7 +37,6 @@ class SacctRecord:
     state: str
     cancelled_by: str
     exit_code: str
-    reason: str
     workdir: str
 
     @property
@@ -83,7 +82,6 @@ def parse_sacct_line(line: str) -> SacctRecord:
         state=state,
         cancelled_by=cancelled_by,
         exit_code=row["ExitCode"],
-        reason="" if row["Reason"] in ("None", "(null)") else row["Reason"],
         workdir=row["WorkDir"],
     )
 

@@ -81,8 +81,11 @@ class SlurmScheduler:
         details = self.job_details({r.job_id for r in failed})
         found = []
         for record in failed:
-            attempt = self.attempt_of(record, numbers[(record.job_id_raw, record.start, record.end)])
             info = details.get(record.job_id, {})
+            number = numbers[(record.job_id_raw, record.start, record.end)]
+            # scontrol describes the job's latest run only: its Reason belongs to the run in that state.
+            reason = info.get("Reason", "") if info.get("JobState") == record.state else ""
+            attempt = self.attempt_of(record, number, reason)
             extra = {"job_id_raw": record.job_id_raw, "workdir": info.get("WorkDir") or record.workdir}
             for key, field in (("stdout", "StdOut"), ("stderr", "StdErr")):
                 if info.get(field) and info[field] != "(null)":
@@ -131,8 +134,9 @@ class SlurmScheduler:
                     details.setdefault(job_id, pairs)
         return details
 
-    def attempt_of(self, record: SacctRecord, number: int) -> Attempt:
-        reasons = [record.reason] if record.reason else []
+    def attempt_of(self, record: SacctRecord, number: int, reason: str) -> Attempt:
+        """The attempt of one sacct run; ``reason`` is scontrol's (sacct's Reason is the last *pending* reason)."""
+        reasons = [reason] if reason and reason not in ("None", "(null)") else []
         if record.cancelled_by:
             reasons.append(f"cancelled by uid {record.cancelled_by}")
         return Attempt(

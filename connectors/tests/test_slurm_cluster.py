@@ -150,7 +150,10 @@ def test_discovery_finds_each_failed_job_with_its_state_and_exit_code(slurm_jobs
         assert attempt.user == "root"
         assert slurm_jobs["begin"] <= attempt.start <= attempt.end
     assert by_id[jobs["failed"]].attempt.name == "train-fail"
-    assert by_id[jobs["cancelled"]].attempt.reason == "cancelled by uid 0"
+    assert by_id[jobs["failed"]].attempt.reason == "NonZeroExitCode"
+    assert by_id[jobs["timeout"]].attempt.reason == "TimeLimit"
+    assert by_id[jobs["lost"]].attempt.reason == "NodeDown"
+    assert by_id[jobs["cancelled"]].attempt.reason.endswith("cancelled by uid 0")
     timeout = by_id[jobs["timeout"]].attempt
     assert timedelta(seconds=55) < timeout.end - timeout.start < timedelta(seconds=150)
     assert cursor >= rfc3339(max(d.attempt.end for d in by_id.values()))
@@ -222,7 +225,7 @@ def test_the_epilog_builds_the_same_attempt_as_discovery(slurm_jobs, discovered,
         tar.extractall(tmp_path / "bundle", filter="data")
     context = load_bundle(tmp_path / "bundle", strict=True)
     found = by_id[job_id].attempt
-    assert context.attempt == found.__class__(**{**found.__dict__, "reason": "NonZeroExitCode"})
+    assert context.attempt == found
     stdout = (tmp_path / "bundle" / "logs" / "stdout.out").read_text()
     assert "RuntimeError: NCCL error" in stdout
     assert "ncclSystemError" in (tmp_path / "bundle" / "logs" / "stderr.err").read_text()

@@ -36,10 +36,10 @@ def test_bad_hostlists_are_permanent_errors_naming_the_expression(expression):
 
 
 SACCT = """\
-48213|48213|alice|node[01-04]|2026-11-02T09:00:00|2026-11-02T10:24:07|NODE_FAIL|0:0|None|/home/alice|train|big
-48214|48214|bob|gpu07|2026-11-02T09:30:00|2026-11-02T10:30:00|CANCELLED by 1004|0:15|None|/home/bob|sweep
-48215|48215|bob|None assigned|None|2026-11-02T10:31:00|CANCELLED by 1004|0:0|None|/home/bob|queued
-48216|48216|carol|gpu01|2026-11-02T10:00:00|Unknown|RUNNING|0:0|None|/home/carol|live
+48213|48213|alice|node[01-04]|2026-11-02T09:00:00|2026-11-02T10:24:07|NODE_FAIL|0:0|/home/alice|train|big
+48214|48214|bob|gpu07|2026-11-02T09:30:00|2026-11-02T10:30:00|CANCELLED by 1004|0:15|/home/bob|sweep
+48215|48215|bob|None assigned|None|2026-11-02T10:31:00|CANCELLED by 1004|0:0|/home/bob|queued
+48216|48216|carol|gpu01|2026-11-02T10:00:00|Unknown|RUNNING|0:0|/home/carol|live
 broken line
 """
 
@@ -54,7 +54,7 @@ def test_sacct_lines_become_records_and_bad_lines_are_named():
     assert (cancelled.state, cancelled.cancelled_by, cancelled.exit_code) == ("CANCELLED", "1004", "0:15")
     assert not queued.started
     assert running.end is None
-    assert bad == ["sacct line 5: expected 11 '|'-separated fields, got 1: 'broken line'"]
+    assert bad == ["sacct line 5: expected 10 '|'-separated fields, got 1: 'broken line'"]
 
 
 def test_scontrol_records_keep_values_with_spaces():
