@@ -34,25 +34,10 @@ def gather(
     except Exception as exc:  # a failing source is a gap in the diagnosis, not a crash
         base = AttemptContext(attempt=attempt)
         reports.append(failure_report(scheduler.name, "scheduler", exc))
-    streams, metrics = list(base.streams), list(base.metrics)
     reports.extend(base.reports)
-    start, end = attempt.start - margin, attempt.end + margin
-    for source in log_sources:
-        try:
-            found, found_reports = source.fetch_logs(attempt.nodes, start, end)
-        except Exception as exc:
-            reports.append(failure_report(source.name, "system", exc))
-            continue
-        streams.extend(found)
-        reports.extend(found_reports)
-    for source in metric_sources:
-        try:
-            found, found_reports = source.fetch_metrics(attempt.nodes, start, end)
-        except Exception as exc:
-            reports.append(failure_report(source.name, "metrics", exc))
-            continue
-        metrics.extend(found)
-        reports.extend(found_reports)
+    window = (attempt.nodes, attempt.start - margin, attempt.end + margin)
+    streams = [*base.streams, *_collect(log_sources, "fetch_logs", "system", window, reports)]
+    metrics = [*base.metrics, *_collect(metric_sources, "fetch_metrics", "metrics", window, reports)]
     return AttemptContext(
         attempt=base.attempt,
         streams=tuple(streams),
@@ -60,6 +45,20 @@ def gather(
         metrics=tuple(metrics),
         reports=tuple(reports),
     )
+
+
+def _collect(sources, method: str, kind: str, window: tuple, reports: list[SourceReport]) -> list:
+    """What each source fetched for the window; a source that raises becomes an ``error`` report."""
+    gathered = []
+    for source in sources:
+        try:
+            found, found_reports = getattr(source, method)(*window)
+        except Exception as exc:  # a failing source is a gap in the diagnosis, not a crash
+            reports.append(failure_report(source.name, kind, exc))
+            continue
+        gathered.extend(found)
+        reports.extend(found_reports)
+    return gathered
 
 
 def failure_report(name: str, kind: str, exc: Exception) -> SourceReport:

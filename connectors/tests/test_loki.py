@@ -11,8 +11,9 @@ from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import gather
 from connectors.loki.source import LokiLogSource
 from connectors.tests.loki_double import LokiDouble
+from connectors.tests.record_only import RecordOnly
 from rules.engine import Engine, load_rules
-from rules.engine.context import Attempt, AttemptContext
+from rules.engine.context import Attempt
 
 ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
@@ -184,13 +185,6 @@ def test_settings_are_checked():
 
 
 def test_the_engine_diagnoses_from_loki_logs_gathered_with_the_attempt(loki):
-    class RecordOnly:
-        name = "record"
-        skipped: list[str] = []
-
-        def attempt_context(self, discovered):
-            return AttemptContext(attempt=discovered.attempt)
-
     attempt = Attempt(
         cluster="dgx",
         scheduler="slurm",

@@ -13,8 +13,9 @@ import pytest
 from connectors.base import DiscoveredAttempt
 from connectors.gather import gather
 from connectors.prometheus.source import PrometheusMetricSource
+from connectors.tests.record_only import RecordOnly
 from rules.engine import Engine, load_rules
-from rules.engine.context import Attempt, AttemptContext
+from rules.engine.context import Attempt
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.prometheus
@@ -31,16 +32,6 @@ def prometheus_url():
 @pytest.fixture(scope="module")
 def engine():
     return Engine(load_rules(ROOT / "rules" / "packs" / "default"))
-
-
-class RecordOnly:
-    """A scheduler that knows the attempt's record and nothing else (no job output)."""
-
-    name = "record"
-    skipped: list[str] = []
-
-    def attempt_context(self, discovered):
-        return AttemptContext(attempt=discovered.attempt)
 
 
 def attempt_on(*nodes: str) -> DiscoveredAttempt:
