@@ -20,8 +20,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from rules.engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SourceReport
 
-REPORT_STATUSES = ("ok", "partial", "missing", "error")
-
 
 class ConnectorError(Exception):
     """A connector could not gather what it was asked for.
