@@ -73,7 +73,7 @@ class Extractor:
         events: list[Event] = []
         stats = []
         for stream in sorted(context.streams, key=lambda s: s.ref):
-            found, stat = self.scan_stream(stream, clock, nodes, attempt.ranks)
+            found, stat = self.scan_stream(stream, clock, nodes, attempt.ranks, attempt.job_id)
             events.extend(found)
             stats.append(stat)
         events.extend(self.silence_events(context, stats))
@@ -84,7 +84,7 @@ class Extractor:
 
     # -- log streams --
 
-    def scan_stream(self, stream: LogStream, clock: Clock, nodes: NodeNames, ranks: dict[int, str]):
+    def scan_stream(self, stream: LogStream, clock: Clock, nodes: NodeNames, ranks: dict[int, str], job_id: str = ""):
         kind = stream.kind
         plan = self.plans[kind]
         system = kind == "system"
@@ -134,7 +134,7 @@ class Extractor:
                             if match is None:
                                 continue
                             captures = {k: v for k, v in match.groupdict().items() if v is not None}
-                            if not all(f.accepts(captures) for f in filters):
+                            if not all(f.accepts(captures, job_id) for f in filters):
                                 continue
                             event_node = (
                                 nodes.canonical(captures.get(rule.node_from)) or node if rule.node_from else node
@@ -215,7 +215,7 @@ class Extractor:
                     if match is None:
                         continue
                     captures = {k: v for k, v in match.groupdict().items() if v is not None}
-                    if not all(f.accepts(captures) for f in _filters_for(rule, regex)):
+                    if not all(f.accepts(captures, context.attempt.job_id) for f in _filters_for(rule, regex)):
                         continue
                     node = nodes.canonical((captures.get(rule.node_from) if rule.node_from else None) or item.node)
                     time = item.time.timestamp() if item.time else None

@@ -37,7 +37,7 @@ LOG_KINDS = ("system", "app", "scheduler", "events")
 RULE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-FILTER_OPS = ("in", "not_in", "equals", "not_equals", "matches", "not_matches", "gt", "gte", "lt", "lte")
+FILTER_OPS = ("in", "not_in", "equals", "not_equals", "matches", "not_matches", "gt", "gte", "lt", "lte", "same_job")
 CONDITION = re.compile(r"^\s*(increase|changes|max|min)\s*(?:(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d+)?))?\s*$")
 LABEL = re.compile(r"^(=~|!~|!=|=)?(.*)$", re.S)
 MAX_PATTERN_LENGTH = 4096
@@ -399,6 +399,8 @@ class _Builder:
                 self.error(file, op_line, f"where.{name}", f"{op} needs a non-empty list", rule)
             elif op in ("gt", "gte", "lt", "lte") and not isinstance(value, int | float):
                 self.error(file, op_line, f"where.{name}", f"{op} needs a number", rule)
+            elif op == "same_job" and not isinstance(value, bool):
+                self.error(file, op_line, f"where.{name}", "same_job needs true or false", rule)
             elif op in ("matches", "not_matches"):
                 try:
                     out.append(Filter(name, op, re2.compile(str(value), self._pattern_options)))

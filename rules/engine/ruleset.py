@@ -41,16 +41,25 @@ class Selector:
 
 @dataclass(frozen=True)
 class Filter:
-    """A comparison on one capture (or metric label/value): ``xid in [48, 63]``, ``value > 90``."""
+    """A comparison on one capture (or metric label/value): ``xid in [48, 63]``, ``value > 90``.
+
+    ``same_job: true`` holds when the capture names the attempt's own job (or one of its steps or array
+    tasks): shared scheduler logs hold lines of other jobs too.
+    """
 
     name: str
-    op: str  # in | not_in | equals | not_equals | matches | not_matches | gt | gte | lt | lte
+    op: str  # in | not_in | equals | not_equals | matches | not_matches | gt | gte | lt | lte | same_job
     value: object
 
-    def accepts(self, captures: dict[str, str]) -> bool:
+    def accepts(self, captures: dict[str, str], job_id: str = "") -> bool:
         raw = captures.get(self.name)
         if raw is None:
             return self.op in ("not_in", "not_equals", "not_matches")
+        if self.op == "same_job":
+            if not job_id:
+                return True  # without the attempt's job id nothing can be excluded
+            same = raw == job_id or raw.startswith((f"{job_id}.", f"{job_id}_"))
+            return same == bool(self.value)
         if self.op in ("in", "not_in"):
             found = any(_same(raw, item) for item in self.value)
             return found if self.op == "in" else not found

@@ -104,3 +104,14 @@ def test_the_application_side_of_a_gpu_fault_points_at_the_node_when_the_kernel_
     }
     result = diagnose_bundle(write_bundle(tmp_path, logs=logs))
     assert (result["subdomain"], result["root_cause"]["nodes"]) == ("gpu.memory", ["node03"])
+
+
+def test_another_jobs_lines_in_a_shared_slurmd_log_do_not_count(tmp_path):
+    logs = {
+        "node01/slurmd.log": [
+            "[2026-11-02T10:20:00.000] error: *** JOB 99999 ON node01 CANCELLED AT 2026-11-02T10:20:00 DUE TO TIME LIMIT ***",
+        ]
+    }
+    assert diagnose_bundle(write_bundle(tmp_path / "other", logs=logs))["outcome"] == "unattributed"
+    logs = {"node01/slurmd.log": [logs["node01/slurmd.log"][0].replace("99999", "48213")]}
+    assert diagnose_bundle(write_bundle(tmp_path / "own", logs=logs))["subdomain"] == "time_limit"
