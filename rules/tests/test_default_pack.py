@@ -109,7 +109,8 @@ def test_the_application_side_of_a_gpu_fault_points_at_the_node_when_the_kernel_
 def test_another_jobs_lines_in_a_shared_slurmd_log_do_not_count(tmp_path):
     logs = {
         "node01/slurmd.log": [
-            "[2026-11-02T10:20:00.000] error: *** JOB 99999 ON node01 CANCELLED AT 2026-11-02T10:20:00 DUE TO TIME LIMIT ***",
+            "[2026-11-02T10:20:00.000] error: *** JOB 99999 ON node01 CANCELLED AT 2026-11-02T10:20:00 "
+            "DUE TO TIME LIMIT ***",
         ]
     }
     assert diagnose_bundle(write_bundle(tmp_path / "other", logs=logs))["outcome"] == "unattributed"
