@@ -36,8 +36,12 @@ class Written:
 
     def intended(self) -> dict:
         """The diagnosis this bundle should get, in the shape of ``verdict``."""
-        return {"outcome": self.outcome, "domain": self.domain, "subdomain": self.subdomain,
-                "nodes": sorted(self.nodes)}  # fmt: skip
+        return {
+            "outcome": self.outcome,
+            "domain": self.domain,
+            "subdomain": self.subdomain,
+            "nodes": sorted(self.nodes),
+        }
 
 
 def verdict(diagnosis: dict) -> dict:
@@ -47,8 +51,12 @@ def verdict(diagnosis: dict) -> dict:
         nodes = set(diagnosis["root_cause"]["nodes"])
     else:
         nodes = {node for candidate in diagnosis["candidates"] for node in candidate["nodes"]}
-    return {"outcome": diagnosis["outcome"], "domain": diagnosis["domain"], "subdomain": diagnosis["subdomain"],
-            "nodes": sorted(nodes)}  # fmt: skip
+    return {
+        "outcome": diagnosis["outcome"],
+        "domain": diagnosis["domain"],
+        "subdomain": diagnosis["subdomain"],
+        "nodes": sorted(nodes),
+    }
 
 
 @dataclass(frozen=True)
@@ -86,8 +94,19 @@ class Kind:
         if len(nodes) < self.min_nodes:
             raise ValueError(f"kind {self.name!r} needs at least {self.min_nodes} nodes")
         site = site or site_for(scheduler, seed)
-        draft = BundleDraft(self.name, cluster=cluster, job_id=job_id, nodes=tuple(nodes), start=start, seed=seed,
-                            site=site, attempt=attempt, culprit=culprit, name=name, launchers=self.launchers)  # fmt: skip
+        draft = BundleDraft(
+            self.name,
+            cluster=cluster,
+            job_id=job_id,
+            nodes=tuple(nodes),
+            start=start,
+            seed=seed,
+            site=site,
+            attempt=attempt,
+            culprit=culprit,
+            name=name,
+            launchers=self.launchers,
+        )
         nodes_at_fault = self.story(draft)
         draft.write(Path(directory))
         return Written(Path(directory), self.name, self.outcome, self.domain, self.subdomain, nodes_at_fault)
@@ -97,51 +116,202 @@ ATTRIBUTED = "attributed"
 KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
-        Kind("gpu-fallen-off-bus", "GPU fell off the bus (AER, Xid 79)", hardware.gpu_fallen_off_bus, BOTH,
-             ATTRIBUTED, "hardware", "gpu.bus"),
-        Kind("gpu-ecc-dbe", "Uncorrectable ECC error (Xid 48 + 63)", hardware.gpu_ecc_dbe, BOTH, ATTRIBUTED,
-             "hardware", "gpu.memory"),
-        Kind("gpu-nvlink", "NVLink5 fatal Xid, Xid 45 teardown", hardware.gpu_nvlink, SLURM, ATTRIBUTED, "hardware",
-             "gpu.nvlink"),
-        Kind("ib-port-down", "InfiniBand port down, NCCL status 12 then 5", network.ib_port_down, SLURM, ATTRIBUTED,
-             "network", "link.infiniband"),
+        Kind(
+            "gpu-fallen-off-bus",
+            "GPU fell off the bus (AER, Xid 79)",
+            hardware.gpu_fallen_off_bus,
+            BOTH,
+            ATTRIBUTED,
+            "hardware",
+            "gpu.bus",
+        ),
+        Kind(
+            "gpu-ecc-dbe",
+            "Uncorrectable ECC error (Xid 48 + 63)",
+            hardware.gpu_ecc_dbe,
+            BOTH,
+            ATTRIBUTED,
+            "hardware",
+            "gpu.memory",
+        ),
+        Kind(
+            "gpu-nvlink",
+            "NVLink5 fatal Xid, Xid 45 teardown",
+            hardware.gpu_nvlink,
+            SLURM,
+            ATTRIBUTED,
+            "hardware",
+            "gpu.nvlink",
+        ),
+        Kind(
+            "ib-port-down",
+            "InfiniBand port down, NCCL status 12 then 5",
+            network.ib_port_down,
+            SLURM,
+            ATTRIBUTED,
+            "network",
+            "link.infiniband",
+        ),
         Kind("roce-link-down", "RoCE link down", network.roce_link_down, KUEUE, ATTRIBUTED, "network", "link.roce"),
-        Kind("host-oom", "Host OOM killer (Slurm OUT_OF_MEMORY)", application.host_oom, SLURM, ATTRIBUTED,
-             "application", "host_oom"),
-        Kind("k8s-oomkilled", "Pod OOMKilled (container memory limit)", application.k8s_oom_killed, KUEUE, ATTRIBUTED,
-             "application", "host_oom"),
-        Kind("cuda-oom", "CUDA out of memory on one rank", application.cuda_oom, BOTH, ATTRIBUTED, "application",
-             "cuda_oom"),
-        Kind("python-exception", "KeyError on one rank, the others time out", application.python_exception, BOTH,
-             ATTRIBUTED, "application", "exception"),
-        Kind("nan-loss", "Loss is NaN, training stops", application.nan_loss, BOTH, ATTRIBUTED, "application",
-             "numerics"),
-        Kind("import-error", "ModuleNotFoundError on every rank", application.import_error, BOTH, ATTRIBUTED,
-             "application", "config"),
-        Kind("lustre-outage", "Lustre servers unreachable from every node", storage.lustre_outage, SLURM, ATTRIBUTED,
-             "storage", "filesystem"),
-        Kind("disk-full", "No space left on device while checkpointing", storage.disk_full, BOTH, ATTRIBUTED,
-             "storage", "capacity"),
-        Kind("slurm-time-limit", "Slurm time limit", scheduler.slurm_time_limit, SLURM, ATTRIBUTED, "scheduler",
-             "time_limit", launchers=SRUN),
-        Kind("slurm-preemption", "Preempted by a higher-priority job", scheduler.slurm_preemption, SLURM, ATTRIBUTED,
-             "scheduler", "preemption", launchers=SRUN),
-        Kind("user-cancelled", "Cancelled by its user", scheduler.user_cancelled, SLURM, ATTRIBUTED, "scheduler",
-             "cancelled", launchers=SRUN),
-        Kind("node-lost", "A node stopped responding (NODE_FAIL)", scheduler.node_lost, SLURM, ATTRIBUTED,
-             "infrastructure", "node_lost", min_nodes=2),
-        Kind("kueue-pods-ready-timeout", "Kueue PodsReady timeout eviction", scheduler.kueue_pods_ready_timeout, KUEUE,
-             ATTRIBUTED, "scheduler", "eviction"),
-        Kind("kueue-preemption", "Preempted by Kueue", scheduler.kueue_preemption, KUEUE, ATTRIBUTED, "scheduler",
-             "preemption"),
-        Kind("nccl-timeouts-only", "NCCL watchdog timeouts and nothing else", hangs.nccl_timeouts_only, BOTH,
-             "unattributed"),
-        Kind("two-hardware-faults", "Two GPU faults on two nodes within a second", hardware.two_hardware_faults, SLURM,
-             "ambiguous", "hardware", "ambiguous", min_nodes=2),
-        Kind("nvswitch-fatal", "NVSwitch fatal SXid (no rule in the default pack)", hardware.nvswitch_fatal, SLURM,
-             "unattributed"),
+        Kind(
+            "host-oom",
+            "Host OOM killer (Slurm OUT_OF_MEMORY)",
+            application.host_oom,
+            SLURM,
+            ATTRIBUTED,
+            "application",
+            "host_oom",
+        ),
+        Kind(
+            "k8s-oomkilled",
+            "Pod OOMKilled (container memory limit)",
+            application.k8s_oom_killed,
+            KUEUE,
+            ATTRIBUTED,
+            "application",
+            "host_oom",
+        ),
+        Kind(
+            "cuda-oom",
+            "CUDA out of memory on one rank",
+            application.cuda_oom,
+            BOTH,
+            ATTRIBUTED,
+            "application",
+            "cuda_oom",
+        ),
+        Kind(
+            "python-exception",
+            "KeyError on one rank, the others time out",
+            application.python_exception,
+            BOTH,
+            ATTRIBUTED,
+            "application",
+            "exception",
+        ),
+        Kind(
+            "nan-loss", "Loss is NaN, training stops", application.nan_loss, BOTH, ATTRIBUTED, "application", "numerics"
+        ),
+        Kind(
+            "import-error",
+            "ModuleNotFoundError on every rank",
+            application.import_error,
+            BOTH,
+            ATTRIBUTED,
+            "application",
+            "config",
+        ),
+        Kind(
+            "lustre-outage",
+            "Lustre servers unreachable from every node",
+            storage.lustre_outage,
+            SLURM,
+            ATTRIBUTED,
+            "storage",
+            "filesystem",
+        ),
+        Kind(
+            "disk-full",
+            "No space left on device while checkpointing",
+            storage.disk_full,
+            BOTH,
+            ATTRIBUTED,
+            "storage",
+            "capacity",
+        ),
+        Kind(
+            "slurm-time-limit",
+            "Slurm time limit",
+            scheduler.slurm_time_limit,
+            SLURM,
+            ATTRIBUTED,
+            "scheduler",
+            "time_limit",
+            launchers=SRUN,
+        ),
+        Kind(
+            "slurm-preemption",
+            "Preempted by a higher-priority job",
+            scheduler.slurm_preemption,
+            SLURM,
+            ATTRIBUTED,
+            "scheduler",
+            "preemption",
+            launchers=SRUN,
+        ),
+        Kind(
+            "user-cancelled",
+            "Cancelled by its user",
+            scheduler.user_cancelled,
+            SLURM,
+            ATTRIBUTED,
+            "scheduler",
+            "cancelled",
+            launchers=SRUN,
+        ),
+        Kind(
+            "node-lost",
+            "A node stopped responding (NODE_FAIL)",
+            scheduler.node_lost,
+            SLURM,
+            ATTRIBUTED,
+            "infrastructure",
+            "node_lost",
+            min_nodes=2,
+        ),
+        Kind(
+            "kueue-pods-ready-timeout",
+            "Kueue PodsReady timeout eviction",
+            scheduler.kueue_pods_ready_timeout,
+            KUEUE,
+            ATTRIBUTED,
+            "scheduler",
+            "eviction",
+        ),
+        Kind(
+            "kueue-preemption",
+            "Preempted by Kueue",
+            scheduler.kueue_preemption,
+            KUEUE,
+            ATTRIBUTED,
+            "scheduler",
+            "preemption",
+        ),
+        Kind(
+            "nccl-timeouts-only",
+            "NCCL watchdog timeouts and nothing else",
+            hangs.nccl_timeouts_only,
+            BOTH,
+            "unattributed",
+        ),
+        Kind(
+            "two-hardware-faults",
+            "Two GPU faults on two nodes within a second",
+            hardware.two_hardware_faults,
+            SLURM,
+            "ambiguous",
+            "hardware",
+            "ambiguous",
+            min_nodes=2,
+        ),
+        Kind(
+            "nvswitch-fatal",
+            "NVSwitch fatal SXid, Fabric Manager report",
+            hardware.nvswitch_fatal,
+            SLURM,
+            ATTRIBUTED,
+            "hardware",
+            "nvswitch",
+        ),
+        Kind(
+            "gpu-thermal-slowdown",
+            "GPU overheats and throttles (no rule in the default pack)",
+            hardware.gpu_thermal_slowdown,
+            SLURM,
+            "unattributed",
+        ),
     )
-}  # fmt: skip
+}
 
 
 def example(kind: str, seed: int, directory: Path, *, nodes: int = 4) -> Written:
@@ -150,8 +320,22 @@ def example(kind: str, seed: int, directory: Path, *, nodes: int = 4) -> Written
     scheduler = spec.schedulers[(seed - 1) % len(spec.schedulers)]
     start = EXAMPLE_EPOCH + timedelta(days=seed % 97, minutes=(seed * 7919) % 1440)
     if scheduler == "slurm":
-        return spec.write(directory, cluster="dgx-a", job_id=slurm_job_id(seed), nodes=slurm_nodes(seed, nodes),
-                          start=start, seed=seed)  # fmt: skip
+        return spec.write(
+            directory,
+            cluster="dgx-a",
+            job_id=slurm_job_id(seed),
+            nodes=slurm_nodes(seed, nodes),
+            start=start,
+            seed=seed,
+        )
     name = "llama3-8b-dpo"
-    return spec.write(directory, cluster="gke-ml", job_id=kueue_job_id(seed, name), nodes=gke_nodes(seed, nodes),
-                      start=start, seed=seed, name=name, scheduler="kueue")  # fmt: skip
+    return spec.write(
+        directory,
+        cluster="gke-ml",
+        job_id=kueue_job_id(seed, name),
+        nodes=gke_nodes(seed, nodes),
+        start=start,
+        seed=seed,
+        name=name,
+        scheduler="kueue",
+    )

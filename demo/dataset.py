@@ -33,7 +33,6 @@ PLAN = (
     ("dgx-a", "host-oom", None, 4),
     ("dgx-a", "cuda-oom", None, 2),
     ("dgx-a", "python-exception", None, 4),
-    ("dgx-a", "python-exception", None, 2),
     ("dgx-a", "nan-loss", None, 8),
     ("dgx-a", "import-error", None, 4),
     ("dgx-a", "lustre-outage", None, 4),
@@ -46,6 +45,7 @@ PLAN = (
     ("dgx-a", "nccl-timeouts-only", None, 8),
     ("dgx-a", "two-hardware-faults", None, 4),
     ("dgx-a", "nvswitch-fatal", None, 4),
+    ("dgx-a", "gpu-thermal-slowdown", None, 4),
     ("gke-ml", "gpu-ecc-dbe", 11, 4),
     ("gke-ml", "gpu-ecc-dbe", 11, 2),
     ("gke-ml", "gpu-fallen-off-bus", None, 4),
@@ -103,8 +103,19 @@ def plan_demo_set(seed: int, *, now: datetime) -> list[DemoAttempt]:
         if kind == REQUEUED:
             again = start + timedelta(hours=6, minutes=rng.uniform(5, 40))
             others = [n for n in pool if n not in nodes]
-            attempts.append(DemoAttempt(cluster, "slurm-time-limit", job_id, 1, _allocate(rng, others, count, None),
-                                        again, None, name, seed * 1000 + index + 500))  # fmt: skip
+            attempts.append(
+                DemoAttempt(
+                    cluster,
+                    "slurm-time-limit",
+                    job_id,
+                    1,
+                    _allocate(rng, others, count, None),
+                    again,
+                    None,
+                    name,
+                    seed * 1000 + index + 500,
+                )
+            )
     return sorted(attempts, key=lambda a: a.start)
 
 

@@ -14,10 +14,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from demo import metrics, noise, timestamps
+from demo import metrics, noise, slurm, timestamps
 from demo.sites import Site
 from demo.systemlog import SystemLog
-from demo.training import Training
+from demo.training import Rank, Training
 
 JOB_NAMES = (
     "llama3-70b-pretrain",
@@ -59,7 +59,6 @@ class BundleDraft:
         if start.tzinfo is None:
             raise ValueError("start must be an aware datetime")
         self.rng = rng = random.Random(f"{kind}|{cluster}|{job_id}|{attempt}|{seed}")
-        self.kind = kind
         self.cluster = cluster
         self.job_id = job_id
         self.attempt = attempt
@@ -72,7 +71,7 @@ class BundleDraft:
         self.name = name or rng.choice(JOB_NAMES)
         launcher = "pod" if site.scheduler == "kueue" else rng.choice(launchers)
         self.training = Training(
-            rng=rng, site=site, zone=self.zone, nodes=self.nodes, job_id=job_id, name=self.name, launcher=launcher
+            rng=rng, site=site, zone=self.zone, nodes=self.nodes, name=self.name, launcher=launcher
         )
         self.logs: dict[str, SystemLog] = {}
         self.uuids: dict[tuple[str, int], str] = {}
@@ -82,14 +81,13 @@ class BundleDraft:
                 node, site.system_log, self.zone, boot, site.kernel, site.driver, site.nics[0][0]
             )
             for local in range(len(site.gpu_pci)):
-                self.uuids[node, local] = "GPU-" + "-".join(
-                    "".join(rng.choice("0123456789abcdef") for _ in range(width)) for width in (8, 4, 4, 4, 12)
-                )
+                self.uuids[node, local] = f"GPU-{self.uuid()}"
         self.bad_dimms = {node for node in self.nodes if rng.random() < 0.2}
         self.events: dict[str, list[dict]] = {}
         self.needed: set[str] = set()  # event and metric files the story needs, written whatever the dice say
         self.xids: dict[tuple[str, int], list[tuple[datetime, int]]] = {}
         self.counters: dict[str, tuple[str, dict[tuple[str, int], datetime]]] = {}
+        self.overheating: dict[tuple[str, int], datetime] = {}  # (node, gpu) -> when its temperature starts to climb
         self.with_metrics = rng.random() < 0.6
         self.with_slurm_events = rng.random() < 0.6
         self.state = self.exit_code = self.reason = ""
@@ -239,7 +237,26 @@ class BundleDraft:
         """When the failure strikes: some minutes into training."""
         return self.after(begin, low_minutes * 60, high_minutes * 60)
 
-    def rank(self, node: str, local: int):
+    def trains_for(self, low_minutes: float, high_minutes: float) -> datetime:
+        """The job starts and trains well for ``low`` to ``high`` minutes; returns the moment that ends it."""
+        begin = self.begin()
+        moment = self.fault_after(begin, low_minutes, high_minutes)
+        self.training.train(begin, moment)
+        return moment
+
+    def slurm_stops(self, moment: datetime, state: str, banner: str, event: tuple[str, str], reason: str = "") -> None:
+        """Slurm stops the job (time limit, preemption, cancellation): slurmctld's ``(reason, message)`` event,
+        slurmstepd's banner, SIGTERM to the tasks, the end."""
+        self.event("slurmctld.json", moment, None, "slurmctld", *event)
+        self.slurm_cancels(moment, banner)
+        completion = [f"_job_complete: JobId={self.job_id} WTERMSIG 15"]
+        self.finish(state, exit_code="0:15", reason=reason, completion=completion)
+
+    def uuid(self) -> str:
+        """A random UUID's text, drawn from the draft's own random generator."""
+        return "-".join("".join(self.rng.choice("0123456789abcdef") for _ in range(n)) for n in (8, 4, 4, 4, 12))
+
+    def rank(self, node: str, local: int) -> Rank:
         return next(r for r in self.training.on(node) if r.local == local)
 
     def failed(self) -> None:
@@ -259,7 +276,7 @@ class BundleDraft:
         self.state, self.exit_code, self.reason, self.end = state, exit_code, reason, end
         if self.slurm:
             if self.with_slurm_events or "events/slurmctld.json" in self.needed:
-                hostlist = compress_hostlist(self.nodes)
+                hostlist = slurm.hostlist(self.nodes)
                 cpus = 224 * len(self.nodes)
                 self.events.setdefault("slurmctld.json", []).insert(
                     0,
@@ -301,7 +318,7 @@ class BundleDraft:
             noise.system_background(
                 log, random.Random(f"{self.rng.random()}"), begin, until, bad_dimm=node in self.bad_dimms
             )
-            files[f"logs/{node}/{log.form.replace('-T', '')}.log"] = log.render()
+            files[f"logs/{node}/{self.site.system_stream}.log"] = log.render()
         for name, entries in self.events.items():
             if not self.slurm or self.with_slurm_events or f"events/{name}" in self.needed:
                 ordered = sorted(entries, key=lambda e: e["time"])
@@ -336,38 +353,41 @@ class BundleDraft:
         record["timezone"] = self.site.timezone
         return record
 
+    def _temperature(self, node: str, local: int):
+        """A GPU's temperature over time: idle, busy while the job runs, climbing past 90 C once it overheats."""
+        idle, busy = self.rng.uniform(30, 38), self.rng.uniform(58, 78)
+        running = (self.start.timestamp() + 90, self.end.timestamp())
+        hot = self.overheating.get((node, local))
+        rng = random.Random(f"{self.rng.random()}")
+
+        def at(t: int) -> int:
+            if hot is not None and running[0] <= t <= running[1] and t >= hot.timestamp():
+                return min(97, round(busy + (t - hot.timestamp()) / 20)) + rng.choice((-1, 0, 1))
+            return round(busy if running[0] <= t <= running[1] else idle) + rng.choice((-1, 0, 0, 1))
+
+        return at
+
+    def _gpu_labels(self, name: str, node: str, local: int) -> dict[str, str]:
+        site = self.site
+        ip = self.training.ips[node]
+        return metrics.dcgm_labels(name, node, ip, local, self.uuids[node, local], site.gpu_model, site.driver)
+
     def _metrics(self) -> dict[str, bytes]:
         times = metrics.sample_times(self.start - timedelta(minutes=10), self.end + timedelta(minutes=2), 60)
         xid_series, temperature = [], []
         for node in self.nodes:
-            ip = self.training.ips[node]
             for local in range(len(self.site.gpu_pci)):
-                labels = dict(
-                    node=node,
-                    ip=ip,
-                    gpu=local,
-                    uuid=self.uuids[node, local],
-                    model=self.site.gpu_model,
-                    driver=self.site.driver,
-                )
                 history = sorted(self.xids.get((node, local), []))
 
                 def xid_at(t: int, history=history) -> float:
                     return next((code for moment, code in reversed(history) if moment.timestamp() <= t), 0)
 
                 xid_series.append(
-                    metrics.series(metrics.dcgm_labels("DCGM_FI_DEV_XID_ERRORS", **labels), times, xid_at)
+                    metrics.series(self._gpu_labels("DCGM_FI_DEV_XID_ERRORS", node, local), times, xid_at)
                 )
-                idle = self.rng.uniform(30, 38)
-                busy = self.rng.uniform(58, 78)
-                running = (self.start.timestamp() + 90, self.end.timestamp())
                 temperature.append(
                     metrics.series(
-                        metrics.dcgm_labels("DCGM_FI_DEV_GPU_TEMP", **labels),
-                        times,
-                        lambda t, idle=idle, busy=busy: (
-                            round(busy if running[0] <= t <= running[1] else idle) + self.rng.choice((-1, 0, 0, 1))
-                        ),
+                        self._gpu_labels("DCGM_FI_DEV_GPU_TEMP", node, local), times, self._temperature(node, local)
                     )
                 )
         out = {
@@ -379,15 +399,7 @@ class BundleDraft:
             for node in self.nodes:
                 for index in range(len(self.site.gpu_pci)):
                     if name.startswith("DCGM_"):
-                        labels = metrics.dcgm_labels(
-                            name,
-                            node,
-                            self.training.ips[node],
-                            index,
-                            self.uuids[node, index],
-                            self.site.gpu_model,
-                            self.site.driver,
-                        )
+                        labels = self._gpu_labels(name, node, index)
                     else:
                         labels = metrics.node_exporter_labels(name, node, device=self.site.nics[index][1], port="1")
                     bump = bumps.get((node, index))
@@ -396,28 +408,3 @@ class BundleDraft:
                     )
             out[f"metrics/{file}.json"] = metrics.query_range(result)
         return out
-
-
-def compress_hostlist(nodes: tuple[str, ...]) -> str:
-    """Slurm's hostlist form: ``dgx-b200-[0417-0420,0422]`` (names that do not share a prefix stay listed)."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    plain: list[str] = []
-    for node in nodes:
-        stem = node.rstrip("0123456789")
-        digits = node[len(stem) :]
-        if digits:
-            groups.setdefault((stem, len(digits)), []).append(int(digits))
-        else:
-            plain.append(node)
-    parts = []
-    for (stem, width), numbers in groups.items():
-        numbers.sort()
-        runs: list[list[int]] = []
-        for number in numbers:
-            if runs and number == runs[-1][-1] + 1:
-                runs[-1].append(number)
-            else:
-                runs.append([number])
-        ranges = ",".join(f"{r[0]:0{width}d}-{r[-1]:0{width}d}" if len(r) > 1 else f"{r[0]:0{width}d}" for r in runs)
-        parts.append(f"{stem}[{ranges}]" if len(numbers) > 1 else f"{stem}{ranges}")
-    return ",".join(parts + plain)

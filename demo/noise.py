@@ -126,9 +126,10 @@ def _kernel_chatter(log: SystemLog, rng: random.Random, begin: datetime, end: da
     while moment < end:
         log.kernel(
             moment,
-            f"EDAC MC{channel // 2}: 1 CE memory read error on CPU_SrcID#{channel // 4}_MC#{channel // 2}_Chan#{channel % 2}"
-            f"_DIMM#{dimm} (channel:{channel % 2} slot:{dimm} page:0x{rng.randrange(0x100000, 0xFFFFFF):x} "
-            f"offset:0x{rng.randrange(0, 64) * 64:x} grain:32 syndrome:0x0 -  err_code:0000:009f socket:{channel // 4} "
+            f"EDAC MC{channel // 2}: 1 CE memory read error on CPU_SrcID#{channel // 4}_MC#{channel // 2}"
+            f"_Chan#{channel % 2}_DIMM#{dimm} (channel:{channel % 2} slot:{dimm} "
+            f"page:0x{rng.randrange(0x100000, 0xFFFFFF):x} offset:0x{rng.randrange(0, 64) * 64:x} grain:32 "
+            f"syndrome:0x0 -  err_code:0000:009f socket:{channel // 4} "
             f"imc:{channel // 2 % 2} rank:0 bg:{rng.randrange(0, 4)} ba:{rng.randrange(0, 4)} "
             f"row:{rng.randrange(0x1000, 0x3FFFF):x} col:{rng.randrange(0, 1024) * 8:x})",
         )

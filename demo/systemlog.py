@@ -75,8 +75,9 @@ class SystemLog:
         boot = [
             (
                 0.0,
-                f"Linux version {release} (buildd@lcy02-amd64-051) (x86_64-linux-gnu-gcc-12 (Ubuntu 12.3.0-1ubuntu1~22.04) "
-                f"12.3.0, GNU ld (GNU Binutils for Ubuntu) 2.38) #21~22.04.1-Ubuntu SMP PREEMPT_DYNAMIC",
+                f"Linux version {release} (buildd@lcy02-amd64-051) (x86_64-linux-gnu-gcc-12 "
+                "(Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0, GNU ld (GNU Binutils for Ubuntu) 2.38) "
+                "#21~22.04.1-Ubuntu SMP PREEMPT_DYNAMIC",
             ),
             (
                 0.0,

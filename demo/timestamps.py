@@ -35,13 +35,16 @@ def uptime(seconds: float) -> str:
     return f"[{micro // 1_000_000:5d}.{micro % 1_000_000:06d}]"
 
 
-def glog(level: str, moment: datetime, zone: tzinfo, digits: int = 6, extra: int = 0) -> str:
-    """glog / c10 logging: ``E0801 12:53:04.123456`` (``digits`` 9 adds ``extra`` nanoseconds)."""
+def glog(level: str, moment: datetime, zone: tzinfo) -> str:
+    """glog, as torchrun's agent logs: ``W0801 12:53:04.123456``."""
     local = moment.astimezone(zone)
-    fraction = f"{local.microsecond:06d}"
-    if digits == 9:
-        fraction += f"{extra % 1000:03d}"
-    return f"{level}{local:%m%d %H:%M:%S}.{fraction}"
+    return f"{level}{local:%m%d %H:%M:%S}.{local.microsecond:06d}"
+
+
+def c10(level: str, moment: datetime, zone: tzinfo, nanoseconds: int) -> str:
+    """PyTorch's C++ logging: month not zero-padded, nanoseconds: ``E801 12:53:04.123456789``."""
+    local = moment.astimezone(zone)
+    return f"{level}{local.month}{local.day:02d} {local:%H:%M:%S}.{local.microsecond:06d}{nanoseconds % 1000:03d}"
 
 
 def python_logging(moment: datetime, zone: tzinfo) -> str:
@@ -68,7 +71,3 @@ def torchrun_failure(moment: datetime, zone: tzinfo) -> str:
 def rfc3339(moment: datetime) -> str:
     """UTC with a ``Z``, whole seconds: attempt records, events."""
     return f"{moment.astimezone(UTC):%Y-%m-%dT%H:%M:%S}Z"
-
-
-def epoch(moment: datetime) -> float:
-    return moment.timestamp()

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from demo import pytorch, timestamps
 from demo.sites import Site
+from demo.slurm import task_list
 
 NCCL_VERSION = "2.23.4"
 SIGNALS = {-6: "Aborted", -9: "Killed", -15: "Terminated"}
@@ -56,7 +57,6 @@ class Training:
         site: Site,
         zone: tzinfo,
         nodes: tuple[str, ...],
-        job_id: str,
         name: str,
         launcher: str,
         gpus_per_node: int = 8,
@@ -65,7 +65,6 @@ class Training:
         self.site = site
         self.zone = zone
         self.nodes = nodes
-        self.job_id = job_id
         self.name = name
         self.launcher = launcher
         self.style = rng.choice(("megatron", "logging"))
@@ -99,11 +98,9 @@ class Training:
         self.job_failed: datetime | None = None  # Kubernetes: when the Job controller failed the Job
         self.pod_kills: list[tuple[datetime, str]] = []  # Kubernetes: (when, node) the Job's pods were killed
         self.exits: list[tuple[datetime, str, str]] = []  # (when, node, how) each torchrun agent exited
-        self.container_deaths: list[tuple[datetime, str]] = []
+        self.container_deaths: list[tuple[datetime, str]] = []  # Kubernetes: (when, node) a pod's container died
         self.settled = False
-        self.launched = (
-            False  # the workers exist (the rendezvous completed)  # Kubernetes: (when, node) a pod's container died
-        )
+        self.launched = False  # the workers exist (the rendezvous completed)
 
     # -- who is where --
 
@@ -113,9 +110,6 @@ class Training:
 
     def on(self, node: str) -> list[Rank]:
         return [r for r in self.ranks if r.node == node]
-
-    def alive(self, at: datetime) -> list[Rank]:
-        return [r for r in self.ranks if self.is_alive(r, at)]
 
     @property
     def logging_rank(self) -> Rank:
@@ -133,8 +127,7 @@ class Training:
 
     def c10(self, rank: Rank, moment: datetime, level: str, source: str, message: str) -> None:
         """A line of PyTorch's C++ logging, which prefixes the global rank."""
-        local = moment.astimezone(self.zone)
-        stamp = f"{level}{local.month}{local.day:02d} {local:%H:%M:%S}.{local.microsecond:06d}{self.rng.randrange(1000):03d}"
+        stamp = timestamps.c10(level, moment, self.zone, self.rng.randrange(1000))
         self.print(rank, moment, f"[rank{rank.number}]:[{stamp} {source}] {message}")
 
     def agent(self, node: str, moment: datetime, level: str, source: str, message: str) -> None:
@@ -188,7 +181,8 @@ class Training:
                 self.nccl(rank, at, "INFO", f"NET/IB : Using {rails} ; OOB {oob}")
             comm = f"comm 0x{self.rng.getrandbits(44) | 0x550000000000:x}"
             bus = self.site.gpu_pci[rank.local].split(":")[1]
-            head = f"{comm} rank {rank.number} nranks {self.world} cudaDev {rank.local} nvmlDev {rank.local} busId {bus}000"
+            device = f"cudaDev {rank.local} nvmlDev {rank.local} busId {bus}000"
+            head = f"{comm} rank {rank.number} nranks {self.world} {device}"
             self.nccl(rank, at, "INFO", f"{head} commId 0x{comm_id:x} - Init START")
             self.nccl(
                 rank,
@@ -203,26 +197,34 @@ class Training:
             )
         return init + timedelta(seconds=self.rng.uniform(40, 120))
 
-    def train(self, begin: datetime, until: datetime, *, nan_from: datetime | None = None) -> None:
-        """Healthy training from ``begin`` until ``until``: the logging rank's iteration lines, checkpoints."""
+    def train(
+        self, begin: datetime, until: datetime, *, nan_from: datetime | None = None, slow_from: datetime | None = None
+    ) -> None:
+        """Training from ``begin`` until ``until``: the logging rank's iteration lines, checkpoints. From
+        ``nan_from`` the loss is NaN; from ``slow_from`` a straggling GPU makes every iteration slower."""
         rank = self.logging_rank
         moment = begin
         next_checkpoint = begin + timedelta(minutes=self.checkpoint_every)
-        interval = timedelta(seconds=self.seconds_per_iteration * self.log_interval)
-        while moment + interval <= until:
+        slowdown = 1.0
+        while True:
+            if slow_from is not None and moment >= slow_from:
+                slowdown = min(slowdown * self.rng.uniform(1.6, 2.4), 60.0)
+            interval = timedelta(seconds=self.seconds_per_iteration * self.log_interval * slowdown)
+            if moment + interval > until:
+                break
             moment += interval * self.rng.uniform(0.97, 1.03)
             self.iteration += self.log_interval
             self.seq += self.log_interval * 8
             diverged = nan_from is not None and moment >= nan_from
             self.loss = max(0.9, self.loss - self.rng.uniform(-0.02, 0.021))
-            self.print(rank, moment, self._iteration_line(moment, diverged))
+            self.print(rank, moment, self._iteration_line(moment, diverged, slowdown))
             self.last_progress = moment
             if moment >= next_checkpoint and not diverged:
                 self._checkpoint(rank, moment)
                 next_checkpoint = moment + timedelta(minutes=self.checkpoint_every)
 
-    def _iteration_line(self, moment: datetime, diverged: bool) -> str:
-        elapsed = self.seconds_per_iteration * 1000 * self.rng.uniform(0.98, 1.02)
+    def _iteration_line(self, moment: datetime, diverged: bool, slowdown: float) -> str:
+        elapsed = self.seconds_per_iteration * slowdown * 1000 * self.rng.uniform(0.98, 1.02)
         norm = "nan" if diverged else f"{self.rng.uniform(0.15, 1.4):.3f}"
         if self.style == "megatron":
             loss = "nan" if diverged else f"{self.loss:.6E}"
@@ -237,7 +239,8 @@ class Training:
         return (
             f"{timestamps.python_logging(moment, self.zone)} - INFO - __main__ - step {self.iteration} | loss {loss} | "
             f"grad_norm {norm} | lr {3e-4 * (1 - self.iteration / self.train_iters):.3e} | "
-            f"{int(1024 * 4096 / self.seconds_per_iteration)} tok/s | {self.seconds_per_iteration:.2f} s/it"
+            f"{int(1024 * 4096 / self.seconds_per_iteration / slowdown)} tok/s | "
+            f"{self.seconds_per_iteration * slowdown:.2f} s/it"
         )
 
     def _checkpoint(self, rank: Rank, moment: datetime) -> None:
@@ -310,6 +313,7 @@ class Training:
             later,
             f"{pg} Process group watchdog thread terminated with exception: {caught}",
             "checkTimeout",
+            f"{pytorch.TORCH_SRC}/ProcessGroupNCCL.cpp:635",
             "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
             "duration<long, std::ratio<1l, 1000l> > >) + 0x282",
         )
@@ -325,15 +329,12 @@ class Training:
             moment,
             message,
             "c10_cuda_check_implementation",
+            "/opt/pytorch/pytorch/c10/cuda/CUDAException.cpp:43",
             "c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x52",
         )
 
-    def _abort(self, rank: Rank, moment: datetime, what: str, raised_from: str, entry: str) -> None:
-        source = (
-            "/opt/pytorch/pytorch/c10/cuda/CUDAException.cpp:43"
-            if "cuda" in raised_from
-            else f"{pytorch.TORCH_SRC}/ProcessGroupNCCL.cpp:635"
-        )
+    def _abort(self, rank: Rank, moment: datetime, what: str, raised_from: str, source: str, entry: str) -> None:
+        """The C++ exception ``what`` ends the process (SIGABRT), with its backtrace."""
         self.print(
             rank,
             moment,
@@ -384,6 +385,7 @@ class Training:
             return False
         if self.launcher == "pod":
             failures = [f for f in map(self._first_failure, self.nodes) if f is not None]
+            failures += [moment for moment, _ in self.container_deaths]
             if failures and at >= min(failures) + timedelta(seconds=40):
                 return False
         return True
@@ -520,16 +522,25 @@ class Training:
         self.agent(node, at, "W", agent_api, "Received Signals.SIGTERM death signal, shutting down workers")
         for rank in ranks:
             if self.launched:
-                self.agent(node, at, "W", "torch/distributed/elastic/multiprocessing/api.py:897",
-                           f"Sending process {rank.pid} closing signal SIGTERM")  # fmt: skip
+                self.agent(
+                    node,
+                    at,
+                    "W",
+                    "torch/distributed/elastic/multiprocessing/api.py:897",
+                    f"Sending process {rank.pid} closing signal SIGTERM",
+                )
             if rank.stuck:
                 rank.ended, rank.code = at + timedelta(seconds=30, milliseconds=self.rng.randrange(5, 60)), -9
             else:
                 rank.ended, rank.code = at + timedelta(milliseconds=self.rng.randrange(80, 1200)), -15
         last = max(r.ended for r in ranks)
         signalled = f"Process {self.agents[node]} got signal: 15"
-        self.agent_plain(node, last, *pytorch.torchrun_traceback(self.python, "SignalException"),
-                         f"torch.distributed.elastic.multiprocessing.api.SignalException: {signalled}")  # fmt: skip
+        self.agent_plain(
+            node,
+            last,
+            *pytorch.torchrun_traceback(self.python, "SignalException"),
+            f"torch.distributed.elastic.multiprocessing.api.SignalException: {signalled}",
+        )
         self.exits.append((last + timedelta(milliseconds=50), node, "Terminated"))
 
     def _srun_settle(self) -> None:
@@ -596,16 +607,3 @@ class Training:
             stem = "torchrun" if self.launcher == "torchrun" else self.pods[node]
             out.setdefault(f"logs/{node}/{stem}.log", []).append(text)
         return {path: ("\n".join(lines) + "\n").encode() for path, lines in out.items()}
-
-
-def task_list(numbers: list[int]) -> str:
-    """srun's task list: ``task 3`` or ``tasks 0-2,4-7``."""
-    numbers = sorted(numbers)
-    runs: list[list[int]] = []
-    for number in numbers:
-        if runs and number == runs[-1][-1] + 1:
-            runs[-1].append(number)
-        else:
-            runs.append([number])
-    text = ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else f"{run[0]}" for run in runs)
-    return f"task {text}" if len(numbers) == 1 else f"tasks {text}"

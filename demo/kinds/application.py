@@ -31,10 +31,18 @@ def _oom_killer(d: BundleDraft, node: str, rank: Rank, moment: datetime, *, cgro
     rss = int(limit * d.rng.uniform(0.3, 0.5))
     score = -997 if memcg else 0
     uid = 0 if memcg else d.uid
-    d.kernel(node, moment, "python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, "
-                           f"oom_score_adj={score}")  # fmt: skip
-    d.kernel(node, moment, f"CPU: {d.rng.randrange(0, 224)} PID: {rank.pid} Comm: python Tainted: P           OE      "
-                           f"{d.site.kernel} #21-Ubuntu")  # fmt: skip
+    d.kernel(
+        node,
+        moment,
+        "python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, "
+        f"oom_score_adj={score}",
+    )
+    d.kernel(
+        node,
+        moment,
+        f"CPU: {d.rng.randrange(0, 224)} PID: {rank.pid} Comm: python Tainted: P           OE      "
+        f"{d.site.kernel} #21-Ubuntu",
+    )
     if memcg:
         d.kernel(node, moment, f"memory: usage {limit}kB, limit {limit}kB, failcnt {d.rng.randrange(1, 900)}")
     scope = f"oom_memcg={cgroup.rsplit('/', 1)[0]}" if memcg else "global_oom"
@@ -46,8 +54,9 @@ def _oom_killer(d: BundleDraft, node: str, rank: Rank, moment: datetime, *, cgro
     )
     killed = (
         f"{'Memory cgroup out of memory' if memcg else 'Out of memory'}: Killed process {rank.pid} (python) "
-        f"total-vm:{int(rss * d.rng.uniform(1.05, 1.3))}kB, anon-rss:{rss}kB, file-rss:{d.rng.randrange(10**5, 10**6)}kB, "
-        f"shmem-rss:{d.rng.randrange(10**6, 10**7)}kB, UID:{uid} pgtables:{rss // 500}kB oom_score_adj:{score}"
+        f"total-vm:{int(rss * d.rng.uniform(1.05, 1.3))}kB, anon-rss:{rss}kB, "
+        f"file-rss:{d.rng.randrange(10**5, 10**6)}kB, shmem-rss:{d.rng.randrange(10**6, 10**7)}kB, UID:{uid} "
+        f"pgtables:{rss // 500}kB oom_score_adj:{score}"
     )
     d.kernel(node, moment, killed)
     d.kernel(
@@ -60,16 +69,17 @@ def _oom_killer(d: BundleDraft, node: str, rank: Rank, moment: datetime, *, cgro
 
 def host_oom(d: BundleDraft) -> tuple[str, ...]:
     """A rank's host memory grows until the kernel's OOM killer ends it; Slurm records OUT_OF_MEMORY."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(20, 300)
     rank = d.rank(d.culprit, d.rng.randrange(d.training.gpus_per_node))
     cgroup = f"/system.slice/slurmstepd.scope/job_{d.job_id}/step_0/user/task_{rank.local}"
     _oom_killer(d, d.culprit, rank, fault, cgroup=cgroup)
     d.training.end(rank, fault, -9)
     rank.oom = True
-    d.training.step(d.after(fault, 0.3, 1.5), f"slurmstepd: error: Detected 1 oom_kill event in StepId={d.job_id}.0. "
-                                              "Some of the step tasks have been OOM Killed.")  # fmt: skip
+    d.training.step(
+        d.after(fault, 0.3, 1.5),
+        f"slurmstepd: error: Detected 1 oom_kill event in StepId={d.job_id}.0. "
+        "Some of the step tasks have been OOM Killed.",
+    )
     d.cascade(fault)
     d.finish("OUT_OF_MEMORY", exit_code="0:125", completion=[f"_job_complete: JobId={d.job_id} OOM failure"])
     return (d.culprit,)
@@ -77,9 +87,7 @@ def host_oom(d: BundleDraft) -> tuple[str, ...]:
 
 def k8s_oom_killed(d: BundleDraft) -> tuple[str, ...]:
     """A pod exceeds its memory limit: the cgroup OOM killer kills its container whole (OOMKilled, 137)."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(20, 300)
     node = d.culprit
     rank = d.rank(node, d.rng.randrange(d.training.gpus_per_node))
     pod_uid = "".join(d.rng.choice("0123456789abcdef") for _ in range(32))
@@ -88,10 +96,14 @@ def k8s_oom_killed(d: BundleDraft) -> tuple[str, ...]:
     d.kernel(node, fault, f"Tasks in {cgroup} are going to be killed due to memory.oom.group set")
     for other in d.training.on(node):
         if other is not rank:
-            d.kernel(node, fault, f"Memory cgroup out of memory: Killed process {other.pid} (python) "
-                                  f"total-vm:{d.rng.randrange(10**8, 2 * 10**8)}kB, anon-rss:{d.rng.randrange(10**7, 9 * 10**7)}kB, "
-                                  f"file-rss:{d.rng.randrange(10**5, 10**6)}kB, shmem-rss:0kB, UID:0 "
-                                  f"pgtables:{d.rng.randrange(10**4, 10**5)}kB oom_score_adj:-997")  # fmt: skip
+            d.kernel(
+                node,
+                fault,
+                f"Memory cgroup out of memory: Killed process {other.pid} (python) "
+                f"total-vm:{d.rng.randrange(10**8, 2 * 10**8)}kB, anon-rss:{d.rng.randrange(10**7, 9 * 10**7)}kB, "
+                f"file-rss:{d.rng.randrange(10**5, 10**6)}kB, shmem-rss:0kB, UID:0 "
+                f"pgtables:{d.rng.randrange(10**4, 10**5)}kB oom_score_adj:-997",
+            )
     d.event("kubernetes.json", d.after(fault, 0.5, 3), node, "kernel-monitor", "OOMKilling", killed, needed=True)
     d.training.kill_container(node, fault + timedelta(milliseconds=d.rng.randrange(50, 400)))
     d.finish("Failed", exit_code="137", reason="OOMKilled")
@@ -100,9 +112,7 @@ def k8s_oom_killed(d: BundleDraft) -> tuple[str, ...]:
 
 def cuda_oom(d: BundleDraft) -> tuple[str, ...]:
     """One rank runs out of GPU memory (``torch.OutOfMemoryError``) on a long batch."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 5, 200)
-    d.training.train(begin, fault)
+    fault = d.trains_for(5, 200)
     rank = d.rank(d.culprit, d.rng.randrange(d.training.gpus_per_node))
     total = GPU_MEMORY_GIB[d.site.gpu_model]
     frames = [
@@ -111,11 +121,12 @@ def cuda_oom(d: BundleDraft) -> tuple[str, ...]:
         f'  File "{SITE_PACKAGES}/torch/nn/modules/module.py", line 1736, in _wrapped_call_impl',
         "    return self._call_impl(*args, **kwargs)",
         f'  File "{SITE_PACKAGES}/torch/nn/functional.py", line 3104, in cross_entropy',
-        "    return torch._C._nn.cross_entropy_loss(input, target, weight, _Reduction.get_enum(reduction), ignore_index, "
-        "label_smoothing)",
+        "    return torch._C._nn.cross_entropy_loss(input, target, weight, _Reduction.get_enum(reduction), "
+        "ignore_index, label_smoothing)",
     ]
-    d.training.traceback(rank, fault, frames,
-                         pytorch.cuda_oom(rank.local, total, d.rng.uniform(2, 12), d.rng.uniform(0.3, 1.9)))  # fmt: skip
+    d.training.traceback(
+        rank, fault, frames, pytorch.cuda_oom(rank.local, total, d.rng.uniform(2, 12), d.rng.uniform(0.3, 1.9))
+    )
     d.cascade(fault)
     d.failed()
     return (d.culprit,)
@@ -123,9 +134,7 @@ def cuda_oom(d: BundleDraft) -> tuple[str, ...]:
 
 def python_exception(d: BundleDraft) -> tuple[str, ...]:
     """A malformed sample makes one rank's collate function raise ``KeyError``; the others wait and time out."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 5, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(5, 300)
     rank = d.rank(d.culprit, d.rng.randrange(d.training.gpus_per_node))
     key = d.rng.choice(("input_ids", "attention_mask", "labels", "pixel_values"))
     frames = [
@@ -168,11 +177,13 @@ def import_error(d: BundleDraft) -> tuple[str, ...]:
         training.step(d.start, f"MASTER_ADDR={d.nodes[0]} MASTER_PORT=29500 WORLD_SIZE={training.world}")
     else:
         d.admit()
-    module, statement = d.rng.choice((
-        ("flash_attn", "from flash_attn import flash_attn_func"),
-        ("transformer_engine", "import transformer_engine.pytorch as te"),
-        ("apex", "from apex.optimizers import FusedAdam"),
-    ))  # fmt: skip
+    module, statement = d.rng.choice(
+        (
+            ("flash_attn", "from flash_attn import flash_attn_func"),
+            ("transformer_engine", "import transformer_engine.pytorch as te"),
+            ("apex", "from apex.optimizers import FusedAdam"),
+        )
+    )
     if training.launcher != "srun":
         for node in d.nodes:
             training.agent_banner(node, started)

@@ -10,9 +10,7 @@ from demo.draft import BundleDraft
 def nccl_timeouts_only(d: BundleDraft) -> tuple[str, ...]:
     """One rank falls behind into an earlier collective and stays there; every rank's watchdog fires,
     but no log says why (no Xid, no link event, no exception)."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(20, 300)
     straggler = d.rng.choice(d.training.ranks)
     seq, op, numel = d.training.collective()
     d.cascade(fault, spare=(straggler,))

@@ -89,9 +89,7 @@ def double_bit_error(d: BundleDraft, node: str, local: int, fault: datetime) -> 
 
 def gpu_fallen_off_bus(d: BundleDraft) -> tuple[str, ...]:
     """A GPU falls off the PCIe bus; its rank dies of a CUDA error, the others time out 600 s later."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 240)
-    d.training.train(begin, fault)
+    fault = d.trains_for(20, 240)
     falls_off_the_bus(d, d.culprit, d.rng.randrange(len(d.site.gpu_pci)), fault)
     d.cascade(fault)
     d.failed()
@@ -100,9 +98,7 @@ def gpu_fallen_off_bus(d: BundleDraft) -> tuple[str, ...]:
 
 def gpu_ecc_dbe(d: BundleDraft) -> tuple[str, ...]:
     """An uncorrectable ECC error (Xid 48 + 63); the rank aborts, the others time out."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(20, 300)
     double_bit_error(d, d.culprit, d.rng.randrange(len(d.site.gpu_pci)), fault)
     d.cascade(fault)
     d.failed()
@@ -111,9 +107,7 @@ def gpu_ecc_dbe(d: BundleDraft) -> tuple[str, ...]:
 
 def gpu_nvlink(d: BundleDraft) -> tuple[str, ...]:
     """A fatal NVLink5 Xid on one GPU; the driver cleans up the node's other GPUs (Xid 45, teardown)."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 15, 200)
-    d.training.train(begin, fault)
+    fault = d.trains_for(15, 200)
     node, local = d.culprit, d.rng.randrange(len(d.site.gpu_pci))
     code, unit = d.rng.choice(((149, "NETIR_LINK_EVT"), (144, "SAW_MVB"), (145, "RLW_RXPIPE")))
     link = d.rng.randrange(0, 18)
@@ -154,11 +148,8 @@ def gpu_nvlink(d: BundleDraft) -> tuple[str, ...]:
 
 def nvswitch_fatal(d: BundleDraft) -> tuple[str, ...]:
     """A fatal NVSwitch SXid and Fabric Manager's report of it; the node's ranks see an uncorrectable NVLink
-    error. The default rule pack knows no NVSwitch line, so this attempt stays unattributed until a rule
-    for it is written: the demonstration of writing one."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 240)
-    d.training.train(begin, fault)
+    error, the others time out."""
+    fault = d.trains_for(20, 240)
     node = d.culprit
     switch = d.rng.randrange(0, 2)
     bus = ("8a", "9b")[switch]
@@ -180,15 +171,13 @@ def nvswitch_fatal(d: BundleDraft) -> tuple[str, ...]:
             d.training.cuda_failure(rank, moment, "an uncorrectable NVLink error was detected during the execution")
     d.cascade(fault)
     d.failed()
-    return ()
+    return (node,)
 
 
 def two_hardware_faults(d: BundleDraft) -> tuple[str, ...]:
     """Two unrelated GPU faults within a second on two nodes (a DBE and a GPU off the bus): nothing can rank
     one above the other."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 240)
-    d.training.train(begin, fault)
+    fault = d.trains_for(20, 240)
     other = d.rng.choice([n for n in d.nodes if n != d.culprit])
     gpus = len(d.site.gpu_pci)
     double_bit_error(d, d.culprit, d.rng.randrange(gpus), fault)
@@ -196,3 +185,39 @@ def two_hardware_faults(d: BundleDraft) -> tuple[str, ...]:
     d.cascade(fault)
     d.failed()
     return tuple(sorted((d.culprit, other)))
+
+
+def gpu_thermal_slowdown(d: BundleDraft) -> tuple[str, ...]:
+    """One GPU overheats (a failed fan or blocked airflow): DCGM's health watch reports thermal clock events,
+    the GPU runs at a fraction of its clocks, every iteration waits for it, and at last a collective waits
+    longer than the NCCL timeout. Only DCGM's warning says why: the default rule pack has no thermal rule,
+    so the attempt is unattributed until one is written (the demonstration of writing a rule)."""
+    begin = d.begin()
+    onset = d.fault_after(begin, 30, 240)
+    node, local = d.culprit, d.rng.randrange(len(d.site.gpu_pci))
+    d.overheating[node, local] = onset
+    d.needed.add("metrics/dcgm_gpu_temp.json")
+    hung = onset + timedelta(minutes=d.rng.uniform(6, 14))
+    d.training.train(begin, hung, slow_from=onset + timedelta(minutes=2))
+    pid = d.rng.randrange(2000, 4000)
+    moment = onset + timedelta(seconds=d.rng.uniform(30, 90))
+    while moment < hung + timedelta(seconds=600):
+        d.daemon(
+            node,
+            moment,
+            f"nv-hostengine[{pid}]",
+            f"ERROR [{pid}:{pid + d.rng.randrange(8, 40)}] [[Health]] Detected a WARNING in health "
+            f"system Thermal: 'Detected clocks event due to thermal violation in GPU {local}. Verify that the cooling "
+            "on this machine is functional, including external, thermal material interface, fans, and any other "
+            "components.'",
+        )
+        moment = d.after(moment, 55, 65)
+    stalled = d.training.last_progress + timedelta(seconds=d.rng.uniform(1, 5))
+    hot = d.rank(node, local)
+    d.cascade(stalled, spare=(hot,))
+    late = stalled + timedelta(seconds=600 + d.rng.uniform(60, 240))
+    if d.training.is_alive(hot, late):
+        seq, op, numel = d.training.collective()
+        d.training.watchdog_timeout(hot, late, seq, op, numel)
+    d.failed()
+    return ()

@@ -69,14 +69,15 @@ def _link_fails(d: BundleDraft, fault: datetime, rail: int, line: str) -> None:
 
 def ib_port_down(d: BundleDraft) -> tuple[str, ...]:
     """An InfiniBand port goes down (``mlx5_N: Port: 1 Link DOWN``)."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 15, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(15, 300)
     rail = d.rng.randrange(len(d.site.nics))
     pci, device, _ = d.site.nics[rail]
     if d.rng.random() < 0.4:
-        d.kernel(d.culprit, fault - timedelta(milliseconds=d.rng.randrange(5, 40)),
-                 f"mlx5_core {pci}: Port module event: module {rail}, Cable unplugged")  # fmt: skip
+        d.kernel(
+            d.culprit,
+            fault - timedelta(milliseconds=d.rng.randrange(5, 40)),
+            f"mlx5_core {pci}: Port module event: module {rail}, Cable unplugged",
+        )
     d.counter("node_infiniband_link_downed_total", "node_infiniband_link_downed_total", {(d.culprit, rail): fault})
     _link_fails(d, fault, rail, f"mlx5_core {pci} {device}: Port: 1 Link DOWN")
     return (d.culprit,)
@@ -84,9 +85,7 @@ def ib_port_down(d: BundleDraft) -> tuple[str, ...]:
 
 def roce_link_down(d: BundleDraft) -> tuple[str, ...]:
     """A RoCE NIC's Ethernet link goes down (``mlx5_core ... eth3: Link down``) and flaps back minutes later."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 15, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(15, 300)
     rail = d.rng.randrange(len(d.site.nics))
     pci, _, netdev = d.site.nics[rail]
     d.kernel(d.culprit, d.after(fault, 60, 200), f"mlx5_core {pci} {netdev}: Link up")

@@ -12,56 +12,62 @@ def slurm_time_limit(d: BundleDraft) -> tuple[str, ...]:
     begin = d.begin()
     limit = d.start + timedelta(hours=d.rng.choice((2, 3, 4, 6)))
     d.training.train(begin, limit)
-    d.event("slurmctld.json", limit, None, "slurmctld", "TimeLimit", f"Time limit exhausted for JobId={d.job_id}")
-    d.slurm_cancels(limit, "DUE TO TIME LIMIT")
-    d.finish("TIMEOUT", exit_code="0:15", completion=[f"_job_complete: JobId={d.job_id} WTERMSIG 15"])
+    d.slurm_stops(limit, "TIMEOUT", "DUE TO TIME LIMIT", time_limit_event(d))
     return ()
+
+
+def time_limit_event(d: BundleDraft) -> tuple[str, str]:
+    return ("TimeLimit", f"Time limit exhausted for JobId={d.job_id}")
 
 
 def slurm_preemption(d: BundleDraft) -> tuple[str, ...]:
     """A higher-priority job preempts this one (PreemptMode=CANCEL)."""
-    begin = d.begin()
-    moment = d.fault_after(begin, 20, 300)
-    d.training.train(begin, moment)
+    moment = d.trains_for(20, 300)
     other = int(d.job_id) + d.rng.randrange(50, 5000)
-    d.event("slurmctld.json", moment, None, "slurmctld", "Preempted",
-            f"preempted JobId={d.job_id} has been killed to reclaim resources for JobId={other}")  # fmt: skip
-    d.slurm_cancels(moment, "DUE TO PREEMPTION")
-    d.finish("PREEMPTED", exit_code="0:15", completion=[f"_job_complete: JobId={d.job_id} WTERMSIG 15"])
+    message = f"preempted JobId={d.job_id} has been killed to reclaim resources for JobId={other}"
+    d.slurm_stops(moment, "PREEMPTED", "DUE TO PREEMPTION", ("Preempted", message))
     return ()
 
 
 def user_cancelled(d: BundleDraft) -> tuple[str, ...]:
     """The user cancels the job (``scancel``)."""
-    begin = d.begin()
-    moment = d.fault_after(begin, 10, 300)
-    d.training.train(begin, moment)
-    d.event("slurmctld.json", moment, None, "slurmctld", "KillJob",
-            f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={d.job_id} uid {d.uid}")  # fmt: skip
-    d.slurm_cancels(moment, "")
-    d.finish("CANCELLED", exit_code="0:15", reason=f"CANCELLED by {d.uid}",
-             completion=[f"_job_complete: JobId={d.job_id} WTERMSIG 15"])  # fmt: skip
+    moment = d.trains_for(10, 300)
+    message = f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={d.job_id} uid {d.uid}"
+    d.slurm_stops(moment, "CANCELLED", "", ("KillJob", message), reason=f"CANCELLED by {d.uid}")
     return ()
 
 
 def node_lost(d: BundleDraft) -> tuple[str, ...]:
     """A node dies without a word (its logs just stop); slurmctld marks it DOWN after SlurmdTimeout and the
     job ends NODE_FAIL; a surviving node's slurmstepd prints the cancellation."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 20, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(20, 300)
     node = d.culprit
     d.logs[node].stop(fault)
     d.training.lose_node(node, fault)
     down = d.after(fault, 300, 330)
-    d.event("slurmctld.json", down, node, "slurmctld", "NodeNotResponding",
-            f"error: Nodes {node} not responding, setting DOWN", needed=True)  # fmt: skip
-    d.event("slurmctld.json", down, node, "slurmctld", "JobKilled",
-            f"Killing JobId={d.job_id} on failed node {node}", needed=True)  # fmt: skip
+    d.event(
+        "slurmctld.json",
+        down,
+        node,
+        "slurmctld",
+        "NodeNotResponding",
+        f"error: Nodes {node} not responding, setting DOWN",
+        needed=True,
+    )
+    d.event(
+        "slurmctld.json",
+        down,
+        node,
+        "slurmctld",
+        "JobKilled",
+        f"Killing JobId={d.job_id} on failed node {node}",
+        needed=True,
+    )
     d.training.step(d.after(down, 0.2, 1.0), f"srun: error: Node failure on {node}")
     d.slurm_cancels(d.after(down, 1.0, 2.0), "DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS", wait=62, step=False)
-    d.finish("NODE_FAIL", exit_code="0:0", reason="NodeFail",
-             completion=[f"_job_complete: JobId={d.job_id} WTERMSIG 9"])  # fmt: skip
+    d.finish(
+        "NODE_FAIL", exit_code="0:0", reason="NodeFail", completion=[f"_job_complete: JobId={d.job_id} WTERMSIG 9"]
+    )
     return (node,)
 
 
@@ -75,18 +81,31 @@ def kueue_pods_ready_timeout(d: BundleDraft) -> tuple[str, ...]:
     free = d.rng.randrange(0, 3)
     moment = d.after(d.start, 1, 3)
     while moment < d.start + timedelta(minutes=5):
-        d.event("kubernetes.json", moment, None, "default-scheduler", "FailedScheduling",
-                f"0/{len(d.nodes) + 9} nodes are available: {len(d.nodes) + 6 - free} Insufficient nvidia.com/gpu, 3 "
-                "node(s) had untolerated taint {cloud.google.com/gke-nodepool: system}. preemption: 0/"
-                f"{len(d.nodes) + 9} nodes are available: {len(d.nodes) + 9} No preemption victims found for incoming "
-                f"pod. pod={NAMESPACE}/{pending}")  # fmt: skip
+        d.event(
+            "kubernetes.json",
+            moment,
+            None,
+            "default-scheduler",
+            "FailedScheduling",
+            f"0/{len(d.nodes) + 9} nodes are available: {len(d.nodes) + 6 - free} Insufficient nvidia.com/gpu, 3 "
+            "node(s) had untolerated taint {cloud.google.com/gke-nodepool: system}. preemption: 0/"
+            f"{len(d.nodes) + 9} nodes are available: {len(d.nodes) + 9} No preemption victims found for incoming "
+            f"pod. pod={NAMESPACE}/{pending}",
+        )
         moment = d.after(moment, 55, 70)
     for node in d.nodes:
         d.training.agent_banner(node, d.after(d.start, 4, 9))
     evicted = d.start + timedelta(minutes=5, seconds=d.rng.uniform(0, 2))
     workload = f"{NAMESPACE}/{d.job_id}"
-    d.event("kueue.json", evicted, None, "kueue-workload-controller", "EvictedDueToPodsReadyTimeout",
-            f"Exceeded the PodsReady timeout {workload}", needed=True)  # fmt: skip
+    d.event(
+        "kueue.json",
+        evicted,
+        None,
+        "kueue-workload-controller",
+        "EvictedDueToPodsReadyTimeout",
+        f"Exceeded the PodsReady timeout {workload}",
+        needed=True,
+    )
     d.event(
         "kueue.json", evicted, None, "kueue-workload-controller", "PodsReady", "Not all pods are ready or succeeded"
     )
@@ -99,15 +118,25 @@ def kueue_pods_ready_timeout(d: BundleDraft) -> tuple[str, ...]:
 
 def kueue_preemption(d: BundleDraft) -> tuple[str, ...]:
     """Kueue preempts the running workload to admit a higher-priority one in its ClusterQueue."""
-    begin = d.begin()
-    moment = d.fault_after(begin, 20, 300)
-    d.training.train(begin, moment)
-    uid = "-".join("".join(d.rng.choice("0123456789abcdef") for _ in range(width)) for width in (8, 4, 4, 4, 12))
-    d.event("kueue.json", moment, None, "kueue-admission", "Preempted",
-            f"Preempted to accommodate a workload (UID: {uid}, JobUID: {uid}) due to prioritization in the "
-            "ClusterQueue", needed=True)  # fmt: skip
-    d.event("kueue.json", moment, None, "kueue-workload-controller", "EvictedDueToPreempted",
-            f"Preempted to accommodate a workload (UID: {uid}) in the ClusterQueue {CLUSTER_QUEUE}")  # fmt: skip
+    moment = d.trains_for(20, 300)
+    uid = d.uuid()
+    d.event(
+        "kueue.json",
+        moment,
+        None,
+        "kueue-admission",
+        "Preempted",
+        f"Preempted to accommodate a workload (UID: {uid}, JobUID: {uid}) due to prioritization in the ClusterQueue",
+        needed=True,
+    )
+    d.event(
+        "kueue.json",
+        moment,
+        None,
+        "kueue-workload-controller",
+        "EvictedDueToPreempted",
+        f"Preempted to accommodate a workload (UID: {uid}) in the ClusterQueue {CLUSTER_QUEUE}",
+    )
     d.training.signal(d.after(moment, 0.5, 2))
     for node in d.nodes:
         d.event("kubernetes.json", d.training.stopped_at, node, "kubelet", "Killing", "Stopping container pytorch")

@@ -6,8 +6,10 @@ from datetime import datetime, timedelta
 
 from demo.draft import BundleDraft
 from demo.kinds.application import SITE_PACKAGES, main_frames
+from demo.kinds.scheduler import time_limit_event
 
 FILESYSTEM = "fs1"
+CHECKPOINT = f"{SITE_PACKAGES}/torch/distributed/checkpoint"
 
 
 def _lustre_client_loses_servers(d: BundleDraft, node: str, fault: datetime, until: datetime) -> None:
@@ -17,10 +19,18 @@ def _lustre_client_loses_servers(d: BundleDraft, node: str, fault: datetime, unt
     oss = f"10.{d.rng.randrange(150, 160)}.1.{d.rng.randrange(2, 40)}@o2ib"
     ost = d.rng.randrange(0, 64)
     moment = d.after(fault, 0, 6)
-    d.kernel(node, moment, f"Lustre: {FILESYSTEM}-MDT0000-mdc-{client}: Connection to {FILESYSTEM}-MDT0000 (at {mds}) "
-                           "was lost; in progress operations using this service will wait for recovery to complete")  # fmt: skip
-    d.kernel(node, d.after(moment, 0.5, 3), f"LustreError: 11-0: {FILESYSTEM}-OST{ost:04x}-osc-{client}: operation "
-                                            f"ost_write to node {oss} failed: rc = -107")  # fmt: skip
+    d.kernel(
+        node,
+        moment,
+        f"Lustre: {FILESYSTEM}-MDT0000-mdc-{client}: Connection to {FILESYSTEM}-MDT0000 (at {mds}) "
+        "was lost; in progress operations using this service will wait for recovery to complete",
+    )
+    d.kernel(
+        node,
+        d.after(moment, 0.5, 3),
+        f"LustreError: 11-0: {FILESYSTEM}-OST{ost:04x}-osc-{client}: operation "
+        f"ost_write to node {oss} failed: rc = -107",
+    )
     pid = d.rng.randrange(3000, 9000)
     moment = d.after(moment, 20, 60)
     while moment < until:
@@ -33,8 +43,12 @@ def _lustre_client_loses_servers(d: BundleDraft, node: str, fault: datetime, unt
             f"o4->{FILESYSTEM}-OST{ost:04x}-osc-{client}@{oss}:6/4 lens 488/448 e 0 to 1 dl {sent + 48} ref 2 "
             f"fl Rpc:XQr/0/ffffffff rc 0/-1 job:'{d.job_id}.0'",
         )
-        d.kernel(node, d.after(moment, 1, 5), f"LNet: {pid + 1}:0:(o2iblnd_cb.c:3397:kiblnd_check_conns()) Timed out "
-                                              f"tx for {oss}: {d.rng.randrange(3, 9)} seconds")  # fmt: skip
+        d.kernel(
+            node,
+            d.after(moment, 1, 5),
+            f"LNet: {pid + 1}:0:(o2iblnd_cb.c:3397:kiblnd_check_conns()) Timed out "
+            f"tx for {oss}: {d.rng.randrange(3, 9)} seconds",
+        )
         moment = d.after(moment, 50, 130)
     hung = fault + timedelta(seconds=d.rng.uniform(121, 125))
     for report in range(10):  # the kernel reports hung tasks every 120 s, ten times per boot
@@ -77,17 +91,13 @@ def lustre_outage(d: BundleDraft) -> tuple[str, ...]:
         _lustre_client_loses_servers(d, node, fault, limit)
     for rank in d.training.ranks:
         d.training.hang(rank)
-    d.event("slurmctld.json", limit, None, "slurmctld", "TimeLimit", f"Time limit exhausted for JobId={d.job_id}")
-    d.slurm_cancels(limit, "DUE TO TIME LIMIT")
-    d.finish("TIMEOUT", exit_code="0:15", completion=[f"_job_complete: JobId={d.job_id} WTERMSIG 15"])
+    d.slurm_stops(limit, "TIMEOUT", "DUE TO TIME LIMIT", time_limit_event(d))
     return ()
 
 
 def disk_full(d: BundleDraft) -> tuple[str, ...]:
     """A node's local /raid fills while its ranks write their checkpoint shards: ENOSPC on that node."""
-    begin = d.begin()
-    fault = d.fault_after(begin, 30, 300)
-    d.training.train(begin, fault)
+    fault = d.trains_for(30, 300)
     iteration = d.training.iteration
     for rank in d.training.on(d.culprit):
         moment = d.after(fault, 0, 4)
@@ -97,9 +107,9 @@ def disk_full(d: BundleDraft) -> tuple[str, ...]:
             "    save_checkpoint(iteration, model, optimizer, args.save)",
             '  File "/workspace/checkpointing.py", line 88, in save_checkpoint',
             "    dcp.save(state_dict, checkpoint_id=path)",
-            f'  File "{SITE_PACKAGES}/torch/distributed/checkpoint/filesystem.py", line 276, in _write_files_from_queue',
+            f'  File "{CHECKPOINT}/filesystem.py", line 276, in _write_files_from_queue',
             "    _write_item(stream, data, write_item, storage_key)",
-            f'  File "{SITE_PACKAGES}/torch/distributed/checkpoint/filesystem.py", line 236, in _write_item',
+            f'  File "{CHECKPOINT}/filesystem.py", line 236, in _write_item',
             "    stream.write(data.getbuffer())",
         ]
         d.training.traceback(rank, moment, frames, f"OSError: [Errno 28] No space left on device: '{path}'")

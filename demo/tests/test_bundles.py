@@ -14,10 +14,20 @@ from rules.engine import to_json
 
 SEEDS = (1, 2)  # with two seeds, a kind that runs on Slurm and Kueue is written for both
 START = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
-SLURM_JOB = {"cluster": "dgx-a", "job_id": "4100001", "nodes": ("dgx-b200-0401", "dgx-b200-0402", "dgx-b200-0403"),
-             "start": START, "seed": 3}  # fmt: skip
-KUEUE_JOB = {"cluster": "gke-ml", "job_id": "job-t5-xxl-distill-0a1b2", "start": START, "seed": 3,
-             "nodes": ("gke-ml-a3u-pool-0f1e2d3c-ab12", "gke-ml-a3u-pool-0f1e2d3c-cd34")}  # fmt: skip
+SLURM_JOB = {
+    "cluster": "dgx-a",
+    "job_id": "4100001",
+    "nodes": ("dgx-b200-0401", "dgx-b200-0402", "dgx-b200-0403"),
+    "start": START,
+    "seed": 3,
+}
+KUEUE_JOB = {
+    "cluster": "gke-ml",
+    "job_id": "job-t5-xxl-distill-0a1b2",
+    "start": START,
+    "seed": 3,
+    "nodes": ("gke-ml-a3u-pool-0f1e2d3c-ab12", "gke-ml-a3u-pool-0f1e2d3c-cd34"),
+}
 
 
 def files(root):
@@ -33,8 +43,11 @@ def test_each_kind_is_diagnosed_as_intended(engine, tmp_path, kind, seed):
 
     assert verdict(diagnosis) == written.intended()
     assert diagnosis["sources"], "the diagnosis reports its sources"
-    assert all(source["status"] == "ok" for source in diagnosis["sources"] if source["kind"] != "events"
-               and source["status"] != "missing")  # fmt: skip
+    assert all(
+        source["status"] == "ok"
+        for source in diagnosis["sources"]
+        if source["kind"] != "events" and source["status"] != "missing"
+    )
 
 
 def test_the_kinds_cover_the_outcomes_and_both_schedulers():
@@ -70,8 +83,11 @@ def test_the_seed_varies_nodes_job_times_and_log_forms(tmp_path):
 
 
 def test_a_raw_dmesg_keeps_the_boot_lines_that_anchor_kernel_uptime(tmp_path):
-    path = KINDS["gpu-fallen-off-bus"].write(tmp_path / "bundle", site=replace(GKE_A3_ULTRA, system_log="dmesg"),
-                                             **KUEUE_JOB).path  # fmt: skip
+    path = (
+        KINDS["gpu-fallen-off-bus"]
+        .write(tmp_path / "bundle", site=replace(GKE_A3_ULTRA, system_log="dmesg"), **KUEUE_JOB)
+        .path
+    )
     logs = sorted(path.glob("logs/*/dmesg.log"))
 
     assert len(logs) == len(KUEUE_JOB["nodes"])
@@ -88,8 +104,8 @@ def test_a_lost_nodes_log_stops_and_slurm_names_it(tmp_path):
 
     def last_line(node):  # classic syslog in the site's time zone: "May  8 09:06:37 node ..."
         stamp = (written.path / "logs" / node / "syslog.log").read_text().splitlines()[-1][:15]
-        moment = datetime.strptime(f"{down.year} {stamp}", "%Y %b %d %H:%M:%S")
-        return moment.replace(tzinfo=ZoneInfo(DGX_B200.timezone))
+        zone = ZoneInfo(DGX_B200.timezone)
+        return datetime.strptime(f"{down.year} {stamp}", "%Y %b %d %H:%M:%S").replace(tzinfo=zone)
 
     assert written.nodes == ("dgx-b200-0402",)
     assert (down - last_line("dgx-b200-0402")).total_seconds() >= 300  # silent from the fault to SlurmdTimeout
