@@ -1,0 +1,156 @@
+"""The demo set: a month of failed attempts on two clusters, for the dashboard to show on first run.
+
+``dgx-a`` is a Slurm cluster of DGX B200 nodes (syslog, Europe/Paris); ``gke-ml`` a GKE cluster of
+A3 Ultra nodes whose workloads Kueue admits (dmesg, UTC). Most attempts are attributed; some are
+ambiguous or unattributed; a few nodes are at fault again and again (a GPU that keeps falling off the
+bus, a flaky InfiniBand cable, a GPU with failing memory). The intended diagnosis of each attempt is
+its kind's, in ``demo.bundles``; nothing is written next to the bundles.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from demo.bundles import KINDS, Written
+from demo.draft import JOB_NAMES
+from demo.sites import DGX_B200, GKE_A3_ULTRA, gke_nodes, kueue_job_id
+
+DGX_A = tuple(f"dgx-b200-{n:04d}" for n in range(401, 433))
+WINDOW = timedelta(days=30)
+
+# (cluster, kind, repeat offender at fault or None, nodes); in no particular order: times are drawn.
+PLAN = (
+    ("dgx-a", "gpu-fallen-off-bus", "dgx-b200-0417", 4),
+    ("dgx-a", "gpu-fallen-off-bus", "dgx-b200-0417", 8),
+    ("dgx-a", "gpu-ecc-dbe", "dgx-b200-0417", 4),
+    ("dgx-a", "ib-port-down", "dgx-b200-0423", 8),
+    ("dgx-a", "ib-port-down", "dgx-b200-0423", 4),
+    ("dgx-a", "gpu-nvlink", None, 4),
+    ("dgx-a", "gpu-ecc-dbe", None, 4),
+    ("dgx-a", "host-oom", None, 4),
+    ("dgx-a", "cuda-oom", None, 2),
+    ("dgx-a", "python-exception", None, 4),
+    ("dgx-a", "nan-loss", None, 8),
+    ("dgx-a", "import-error", None, 4),
+    ("dgx-a", "lustre-outage", None, 4),
+    ("dgx-a", "disk-full", None, 4),
+    ("dgx-a", "slurm-time-limit", None, 4),
+    ("dgx-a", "slurm-time-limit", None, 2),
+    ("dgx-a", "slurm-preemption", None, 4),
+    ("dgx-a", "user-cancelled", None, 2),
+    ("dgx-a", "node-lost", None, 4),
+    ("dgx-a", "nccl-timeouts-only", None, 8),
+    ("dgx-a", "two-hardware-faults", None, 4),
+    ("dgx-a", "nvswitch-fatal", None, 4),
+    ("dgx-a", "gpu-thermal-slowdown", None, 4),
+    ("gke-ml", "gpu-ecc-dbe", 11, 4),
+    ("gke-ml", "gpu-ecc-dbe", 11, 2),
+    ("gke-ml", "gpu-fallen-off-bus", None, 4),
+    ("gke-ml", "roce-link-down", None, 4),
+    ("gke-ml", "k8s-oomkilled", None, 2),
+    ("gke-ml", "k8s-oomkilled", None, 4),
+    ("gke-ml", "cuda-oom", None, 2),
+    ("gke-ml", "kueue-pods-ready-timeout", None, 4),
+    ("gke-ml", "kueue-preemption", None, 4),
+    ("gke-ml", "nan-loss", None, 2),
+    ("gke-ml", "nccl-timeouts-only", None, 4),
+    ("gke-ml", "disk-full", None, 2),
+)
+REQUEUED = "node-lost"  # Slurm requeues its job: a second attempt of the same job, which reaches its time limit
+
+
+@dataclass(frozen=True)
+class DemoAttempt:
+    cluster: str
+    kind: str
+    job_id: str
+    attempt: int
+    nodes: tuple[str, ...]
+    start: datetime
+    culprit: str | None
+    name: str
+    seed: int
+
+    @property
+    def directory(self) -> str:
+        return f"{self.cluster}/{self.job_id}-{self.attempt}"
+
+
+def plan_demo_set(seed: int, *, now: datetime) -> list[DemoAttempt]:
+    """The attempts of the demo set, oldest first: which kind, where and when."""
+    if now.tzinfo is None:
+        raise ValueError("now must be an aware datetime")
+    rng = random.Random(f"demo-set:{seed}")
+    gke = gke_nodes(seed, 16)
+    first = now - WINDOW
+    offsets = sorted(rng.uniform(0, (WINDOW - timedelta(hours=16)).total_seconds()) for _ in PLAN)
+    order = list(PLAN)
+    rng.shuffle(order)
+    slurm_job = rng.randrange(4_100_000, 4_200_000)
+    attempts = []
+    for index, ((cluster, kind, offender, count), offset) in enumerate(zip(order, offsets, strict=True)):
+        start = (first + timedelta(seconds=offset)).replace(microsecond=0)
+        pool = DGX_A if cluster == "dgx-a" else gke
+        culprit = pool[offender] if isinstance(offender, int) else offender
+        nodes = _allocate(rng, pool, count, culprit)
+        name = rng.choice(JOB_NAMES)
+        slurm_job += rng.randrange(150, 2600)
+        job_id = str(slurm_job) if cluster == "dgx-a" else kueue_job_id(seed * 1000 + index, name)
+        attempts.append(DemoAttempt(cluster, kind, job_id, 0, nodes, start, culprit, name, seed * 1000 + index))
+        if kind == REQUEUED:
+            again = start + timedelta(hours=6, minutes=rng.uniform(5, 40))
+            others = [n for n in pool if n not in nodes]
+            attempts.append(
+                DemoAttempt(
+                    cluster,
+                    "slurm-time-limit",
+                    job_id,
+                    1,
+                    _allocate(rng, others, count, None),
+                    again,
+                    None,
+                    name,
+                    seed * 1000 + index + 500,
+                )
+            )
+    return sorted(attempts, key=lambda a: a.start)
+
+
+def _allocate(rng: random.Random, pool: tuple[str, ...] | list[str], count: int, culprit: str | None):
+    """``count`` consecutive nodes of ``pool`` (as schedulers tend to give), including ``culprit`` if any."""
+    if culprit is None:
+        first = rng.randrange(0, len(pool) - count + 1)
+    else:
+        at = pool.index(culprit)
+        first = min(max(0, at - rng.randrange(0, count)), len(pool) - count)
+    return tuple(pool[first : first + count])
+
+
+def write_demo_attempts(root: Path, seed: int = 1, *, now: datetime) -> list[Written]:
+    """Write every attempt of the demo set under ``root/<cluster>/<job>-<attempt>``; their intended diagnoses."""
+    written = []
+    for planned in plan_demo_set(seed, now=now):
+        site = DGX_B200 if planned.cluster == "dgx-a" else GKE_A3_ULTRA
+        written.append(
+            KINDS[planned.kind].write(
+                Path(root) / planned.directory,
+                cluster=planned.cluster,
+                job_id=planned.job_id,
+                nodes=planned.nodes,
+                start=planned.start,
+                seed=planned.seed,
+                site=site,
+                attempt=planned.attempt,
+                culprit=planned.culprit,
+                name=planned.name,
+            )
+        )
+    return written
+
+
+def write_demo_set(root: Path, seed: int = 1, *, now: datetime) -> list[Path]:
+    """Write the demo set (about three dozen failed attempts) under ``root``; the bundles' paths, oldest first."""
+    return [written.path for written in write_demo_attempts(root, seed, now=now)]

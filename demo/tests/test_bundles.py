@@ -1,0 +1,119 @@
+"""Every failure kind writes a bundle that the default rule pack diagnoses as intended, deterministically."""
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from connectors.localfiles import load_bundle
+from demo.bundles import KINDS, example, verdict
+from demo.sites import DGX_B200, GKE_A3_ULTRA
+from rules.engine import to_json
+
+SEEDS = (1, 2)  # with two seeds, a kind that runs on Slurm and Kueue is written for both
+START = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
+SLURM_JOB = {
+    "cluster": "dgx-a",
+    "job_id": "4100001",
+    "nodes": ("dgx-b200-0401", "dgx-b200-0402", "dgx-b200-0403"),
+    "start": START,
+    "seed": 3,
+}
+KUEUE_JOB = {
+    "cluster": "gke-ml",
+    "job_id": "job-t5-xxl-distill-0a1b2",
+    "start": START,
+    "seed": 3,
+    "nodes": ("gke-ml-a3u-pool-0f1e2d3c-ab12", "gke-ml-a3u-pool-0f1e2d3c-cd34"),
+}
+
+
+def files(root):
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_each_kind_is_diagnosed_as_intended(engine, tmp_path, kind, seed):
+    written = example(kind, seed, tmp_path / "bundle")
+
+    diagnosis = engine.diagnose(load_bundle(written.path, strict=True))
+
+    assert verdict(diagnosis) == written.intended()
+    assert [s for s in diagnosis["sources"] if s["status"] not in ("ok", "missing")] == []
+
+
+def test_the_kinds_cover_the_outcomes_and_both_schedulers():
+    outcomes = {kind.outcome for kind in KINDS.values()}
+    schedulers = {scheduler for kind in KINDS.values() for scheduler in kind.schedulers}
+
+    assert outcomes == {"attributed", "ambiguous", "unattributed"}
+    assert schedulers == {"slurm", "kueue"}
+    assert len(KINDS) >= 20
+
+
+@pytest.mark.parametrize("kind", ["gpu-fallen-off-bus", "k8s-oomkilled", "node-lost", "lustre-outage"])
+def test_same_arguments_give_byte_identical_bundles_and_diagnoses(engine, tmp_path, kind):
+    first = example(kind, 5, tmp_path / "first").path
+    second = example(kind, 5, tmp_path / "second").path
+
+    assert files(first) == files(second)
+    assert to_json(engine.diagnose(load_bundle(first))) == to_json(engine.diagnose(load_bundle(second)))
+
+
+def test_the_seed_varies_nodes_job_times_and_log_forms(tmp_path):
+    attempts, streams = [], set()
+    for seed in range(1, 8, 2):  # odd seeds: the Slurm side of a kind that runs on both
+        path = example("gpu-ecc-dbe", seed, tmp_path / str(seed)).path
+        attempts.append(json.loads((path / "attempt.json").read_text()))
+        streams |= {log.name for log in (path / "logs").glob("*/*.log") if log.parent.name in attempts[-1]["nodes"]}
+
+    assert len({a["job_id"] for a in attempts}) == len(attempts)
+    assert len({a["nodes"][0] for a in attempts}) == len(attempts)
+    assert len({a["start"] for a in attempts}) == len(attempts)
+    assert len({a["timezone"] for a in attempts}) >= 2
+    assert len(streams & {"syslog.log", "journal.log", "messages.log", "dmesg.log"}) >= 2
+
+
+def test_a_raw_dmesg_keeps_the_boot_lines_that_anchor_kernel_uptime(tmp_path):
+    path = (
+        KINDS["gpu-fallen-off-bus"]
+        .write(tmp_path / "bundle", site=replace(GKE_A3_ULTRA, system_log="dmesg"), **KUEUE_JOB)
+        .path
+    )
+    logs = sorted(path.glob("logs/*/dmesg.log"))
+
+    assert len(logs) == len(KUEUE_JOB["nodes"])
+    for log in logs:
+        head = log.read_text().splitlines()[:10]
+        assert head[0].startswith("[    0.000000] Linux version ")
+        assert any("rtc_cmos 00:02: setting system clock to " in line for line in head)
+
+
+def test_a_lost_nodes_log_stops_and_slurm_names_it(tmp_path):
+    written = KINDS["node-lost"].write(tmp_path / "bundle", site=DGX_B200, culprit="dgx-b200-0402", **SLURM_JOB)
+    events = json.loads((written.path / "events" / "slurmctld.json").read_text())
+    down = next(datetime.fromisoformat(e["time"]) for e in events if "not responding" in e["message"])
+
+    def last_line(node):  # classic syslog in the site's time zone: "May  8 09:06:37 node ..."
+        stamp = (written.path / "logs" / node / "syslog.log").read_text().splitlines()[-1][:15]
+        zone = ZoneInfo(DGX_B200.timezone)
+        return datetime.strptime(f"{down.year} {stamp}", "%Y %b %d %H:%M:%S").replace(tzinfo=zone)
+
+    assert written.nodes == ("dgx-b200-0402",)
+    assert (down - last_line("dgx-b200-0402")).total_seconds() >= 300  # silent from the fault to SlurmdTimeout
+    assert all(last_line(node) > down for node in SLURM_JOB["nodes"] if node != "dgx-b200-0402")
+    assert "srun: error: Node failure on dgx-b200-0402" in (written.path / "logs/slurm-4100001.out").read_text()
+
+
+def test_a_kind_refuses_a_culprit_outside_the_attempt_and_an_unknown_scheduler(tmp_path):
+    arguments = {**SLURM_JOB, "nodes": ("node01", "node02")}
+
+    with pytest.raises(ValueError, match="culprit 'node09' is not one of the attempt's nodes"):
+        KINDS["gpu-ecc-dbe"].write(tmp_path / "a", culprit="node09", **arguments)
+    with pytest.raises(ValueError, match="runs on kueue, not slurm"):
+        KINDS["k8s-oomkilled"].write(tmp_path / "b", scheduler="slurm", **arguments)
+    with pytest.raises(ValueError, match="needs at least 2 nodes"):
+        KINDS["two-hardware-faults"].write(tmp_path / "c", **{**arguments, "nodes": ("node01",)})

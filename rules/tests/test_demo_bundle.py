@@ -1,0 +1,58 @@
+"""``manage.py demo_bundle``: writes one demo bundle, lists the kinds, never clobbers a foreign directory."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from demo.bundles import KINDS
+
+
+def run(*args):
+    out = io.StringIO()
+    call_command("demo_bundle", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_it_writes_a_gpu_off_the_bus_bundle_by_default_and_prints_its_path(tmp_path):
+    target = tmp_path / "bundle"
+
+    printed = run(str(target))
+
+    assert printed.strip() == str(target)
+    assert (target / "attempt.json").is_file()
+    diagnosis = io.StringIO()
+    call_command("diagnose", str(target), stdout=diagnosis)
+    assert '"subdomain": "gpu.bus"' in diagnosis.getvalue()
+
+
+def test_list_names_every_kind():
+    listed = run("--list").splitlines()
+
+    assert [line.split()[0] for line in listed] == list(KINDS)
+
+
+def test_a_second_bundle_replaces_the_first_in_the_same_directory(tmp_path):
+    run(str(tmp_path), "--kind", "gpu-ecc-dbe", "--seed", "1")  # a Slurm job: logs/slurm-<job>.out
+    run(str(tmp_path), "--kind", "k8s-oomkilled", "--seed", "1")
+
+    assert not list(tmp_path.glob("logs/slurm-*.out"))
+    assert (tmp_path / "events" / "kubernetes.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--kind", "gpu-melted"], "unknown kind 'gpu-melted'"),
+        ([], "is not empty and holds no bundle"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, args, message):
+    (tmp_path / "notes.txt").write_text("mine")
+
+    with pytest.raises(SystemExit) as exited:
+        run(str(tmp_path), *args)
+
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
