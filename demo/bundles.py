@@ -19,9 +19,6 @@ from demo.sites import Site, gke_nodes, kueue_job_id, site_for, slurm_job_id, sl
 
 SLURM, KUEUE = ("slurm",), ("kueue",)
 BOTH = ("slurm", "kueue")
-# A signalled torchrun agent prints a SignalException traceback, which the default pack's app.python_exception
-# rule takes for a cause (reported to the pack's owner); jobs stopped by Slurm are shown with srun-started ranks.
-SRUN = ("srun",)
 EXAMPLE_EPOCH = datetime(2025, 5, 5, 6, 0, tzinfo=UTC)  # single example bundles start from here, never from a clock
 
 
@@ -69,7 +66,6 @@ class Kind:
     domain: str | None = None
     subdomain: str | None = None
     min_nodes: int = 1
-    launchers: tuple[str, ...] = ("srun", "torchrun")  # how Slurm jobs of this kind start their ranks
 
     def write(
         self,
@@ -105,7 +101,6 @@ class Kind:
             attempt=attempt,
             culprit=culprit,
             name=name,
-            launchers=self.launchers,
         )
         nodes_at_fault = self.story(draft)
         draft.write(Path(directory))
@@ -227,7 +222,6 @@ KINDS: dict[str, Kind] = {
             ATTRIBUTED,
             "scheduler",
             "time_limit",
-            launchers=SRUN,
         ),
         Kind(
             "slurm-preemption",
@@ -237,7 +231,6 @@ KINDS: dict[str, Kind] = {
             ATTRIBUTED,
             "scheduler",
             "preemption",
-            launchers=SRUN,
         ),
         Kind(
             "user-cancelled",
@@ -247,7 +240,6 @@ KINDS: dict[str, Kind] = {
             ATTRIBUTED,
             "scheduler",
             "cancelled",
-            launchers=SRUN,
         ),
         Kind(
             "node-lost",

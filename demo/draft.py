@@ -50,7 +50,6 @@ class BundleDraft:
         attempt: int = 0,
         culprit: str | None = None,
         name: str | None = None,
-        launchers: tuple[str, ...] = ("srun", "torchrun"),
     ):
         if not nodes:
             raise ValueError("an attempt needs at least one node")
@@ -69,7 +68,7 @@ class BundleDraft:
         self.culprit = culprit or rng.choice(self.nodes)
         self.user, self.uid = rng.choice(USERS)
         self.name = name or rng.choice(JOB_NAMES)
-        launcher = "pod" if site.scheduler == "kueue" else rng.choice(launchers)
+        launcher = "pod" if site.scheduler == "kueue" else rng.choice(("srun", "torchrun"))
         self.training = Training(
             rng=rng, site=site, zone=self.zone, nodes=self.nodes, name=self.name, launcher=launcher
         )

@@ -1479,4 +1479,10 @@ REAL_LINES = [
         "torchrun.signal",
         "unknown-repo (find_string id 61421322529; Korean Jekyll blog postmortem 'GPU DBE during 2-GPU DDP training', RTX PRO 6000 Blackwell, 2026-08-10)",
     ),
+    (
+        "train",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4026234 got signal: 15",
+        "torchrun.signal",
+        "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/multiprocessing/api.py",
+    ),
 ]
