@@ -1,0 +1,47 @@
+"""Reads for rule sets, and the engines that run them."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+
+from rules.engine import Engine
+from rules.engines import engine_for
+from rules.models import RuleSetRevision
+from rules.revisions import pack_text
+
+DEFAULT_RULESET = "default"
+
+
+def revision_active(name: str = DEFAULT_RULESET) -> RuleSetRevision | None:
+    return RuleSetRevision.objects.select_related("ruleset").filter(ruleset__name=name, active=True).first()
+
+
+def revision_engine(revision: RuleSetRevision) -> Engine:
+    """The compiled engine of ``revision`` (once per process); its digest must match the stored one."""
+    engine = engine_for(revision.ruleset.name, revision.number, revision.text)
+    if engine.ruleset.digest != revision.digest:
+        raise ValueError(f"{revision}: stored digest {revision.digest} does not match its text")
+    return engine
+
+
+def engine_current() -> Engine:
+    """The engine of the active default revision, read-only: the pack as revision 1 when none is stored.
+
+    For what stores nothing (``manage.py diagnose``, the stateless analyse endpoint): it gives the
+    diagnosis the pipeline stores for the same bundle. Without a usable database it is the pack.
+    """
+    revision = revision_active() if _database_ready() else None
+    if revision is not None:
+        return revision_engine(revision)
+    return engine_for(DEFAULT_RULESET, 1, pack_text(settings.FAULTLINE_RULES_PATH))
+
+
+def _database_ready() -> bool:
+    name = connection.settings_dict["NAME"]
+    if connection.vendor == "sqlite" and str(name) != ":memory:" and not Path(name).exists():
+        return False  # not created yet; connecting would create it
+    try:
+        return "rules_rulesetrevision" in connection.introspection.table_names()
+    except DatabaseError:
+        return False
