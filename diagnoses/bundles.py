@@ -93,7 +93,11 @@ def extract_archive(stream, destination: Path, *, max_bytes: int | None = None, 
     """Extract the ``.tar.gz`` read from ``stream`` (compressed size already checked) into ``destination``."""
     max_bytes = settings.FAULTLINE_BUNDLE_MAX_BYTES if max_bytes is None else max_bytes
     max_files = settings.FAULTLINE_BUNDLE_MAX_FILES if max_files is None else max_files
-    expanded = _Limited(gzip.GzipFile(fileobj=stream, mode="rb"), max_bytes + max_files * HEADER_ALLOWANCE)
+    expanded = LimitedReader(
+        gzip.GzipFile(fileobj=stream, mode="rb"),
+        max_bytes + max_files * HEADER_ALLOWANCE,
+        f"the archive expands to more than {max_bytes:,} bytes",
+    )
     written = files = 0
     try:
         with tarfile.open(fileobj=expanded, mode="r|") as archive:
@@ -122,7 +126,7 @@ def extract_archive(stream, destination: Path, *, max_bytes: int | None = None, 
         raise BundleRejected("not a gzip-compressed archive (send a .tar.gz of the bundle directory)") from None
     except EOFError:
         raise BundleRejected("the archive is truncated") from None
-    except tarfile.ReadError as exc:
+    except tarfile.TarError as exc:
         if files == 0:
             raise BundleRejected("not a tar archive inside the gzip stream (send a .tar.gz)") from None
         raise BundleRejected(f"the archive is damaged after {files} members ({exc})") from None
@@ -142,18 +146,19 @@ def _member_path(name: str) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
-class _Limited:
-    """A read-only stream that refuses to yield more than ``limit`` bytes (a decompression bomb guard)."""
+class LimitedReader:
+    """A read-only stream that refuses to yield more than ``limit`` bytes (``BundleTooLarge(message)``)."""
 
-    def __init__(self, raw, limit: int):
+    def __init__(self, raw, limit: int, message: str):
         self.raw = raw
         self.left = limit
+        self.message = message
 
     def read(self, size: int = -1) -> bytes:
         data = self.raw.read(size if size is not None and size >= 0 else CHUNK)
         self.left -= len(data)
         if self.left < 0:
-            raise BundleTooLarge("the archive expands beyond the bundle size limit")
+            raise BundleTooLarge(self.message)
         return data
 
 

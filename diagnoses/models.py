@@ -5,6 +5,8 @@ Raw logs are not here: each attempt's bundle lives on disk under ``FAULTLINE_BUN
 (``Attempt.bundle``), and evidence and events point into it (``logs/node02/syslog.log:4182``).
 """
 
+import json
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -119,7 +121,9 @@ class Diagnosis(models.Model):
     subdomain = models.CharField(max_length=80, blank=True)
     root_cause_rule = models.CharField(max_length=200, blank=True)
     root_cause_nodes = models.ManyToManyField(Node, blank=True, related_name="root_cause_of")
-    document = models.JSONField(help_text="The diagnosis document (CONTRACTS.md section 2)")
+    document_json = models.TextField(
+        help_text="The diagnosis document (CONTRACTS.md section 2) exactly as the engine wrote it (to_json)"
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -136,6 +140,11 @@ class Diagnosis(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attempt}: {self.outcome} {self.subdomain}".rstrip()
+
+    @property
+    def document(self) -> dict:
+        """The document, keys in the engine's order (kept as text: a JSON column would reorder them)."""
+        return json.loads(self.document_json)
 
 
 class Evidence(models.Model):

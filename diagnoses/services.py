@@ -21,7 +21,7 @@ from connectors.base import ConnectorError
 from diagnoses import bundles
 from diagnoses.gather import gather
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review
-from rules.engine import Analysis
+from rules.engine import Analysis, to_json
 from rules.models import RuleSetRevision
 from rules.selectors import revision_engine
 from rules.services import active_revision
@@ -221,7 +221,7 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                 domain=document["domain"] or "",
                 subdomain=document["subdomain"] or "",
                 root_cause_rule=root.get("rule") or "",
-                document=document,
+                document_json=to_json(document),
             )
             names = {e.node for e in analysis.events} | {e["node"] for e in document["evidence"]}
             names.update(root.get("nodes", ()))

@@ -1,0 +1,69 @@
+"""The attempt list's filters, shared by the REST API and the HTML job list."""
+
+import django_filters
+
+from diagnoses.models import Attempt, Diagnosis, Evidence, Job, NodeEvent
+
+
+class AttemptFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name", help_text="Cluster name")
+    job = django_filters.CharFilter(field_name="job__job_id", help_text="The scheduler's job id")
+    state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", help_text="Scheduler state")
+    analysis_state = django_filters.ChoiceFilter(choices=Attempt.Analysis.choices)
+    outcome = django_filters.ChoiceFilter(
+        field_name="current_diagnosis__outcome", choices=Diagnosis.Outcome.choices, help_text="Diagnosis outcome"
+    )
+    domain = django_filters.CharFilter(field_name="current_diagnosis__domain")
+    subdomain = django_filters.CharFilter(field_name="current_diagnosis__subdomain")
+    node = django_filters.CharFilter(method="filter_node", help_text="Ran on this node")
+    root_cause_node = django_filters.CharFilter(
+        field_name="current_diagnosis__root_cause_nodes__name", help_text="The root cause lies on this node"
+    )
+    user = django_filters.CharFilter()
+    ended_after = django_filters.IsoDateTimeFilter(field_name="end", lookup_expr="gte")
+    ended_before = django_filters.IsoDateTimeFilter(field_name="end", lookup_expr="lt")
+
+    class Meta:
+        model = Attempt
+        fields = []
+
+    def filter_node(self, queryset, name, value):
+        return queryset.filter(pk__in=Attempt.nodes.through.objects.filter(node__name=value).values("attempt_id"))
+
+
+class JobFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    user = django_filters.CharFilter()
+
+    class Meta:
+        model = Job
+        fields = []
+
+
+class DiagnosisFilter(django_filters.FilterSet):
+    attempt = django_filters.NumberFilter(field_name="attempt_id")
+    outcome = django_filters.ChoiceFilter(choices=Diagnosis.Outcome.choices)
+    domain = django_filters.CharFilter()
+    subdomain = django_filters.CharFilter()
+    revision = django_filters.NumberFilter(field_name="revision_id")
+
+    class Meta:
+        model = Diagnosis
+        fields = []
+
+
+class EvidenceFilter(django_filters.FilterSet):
+    diagnosis = django_filters.NumberFilter(field_name="diagnosis_id")
+    node = django_filters.CharFilter(field_name="node__name")
+    rule = django_filters.CharFilter()
+    role = django_filters.CharFilter()
+
+    class Meta:
+        model = Evidence
+        fields = []
+
+
+class NodeEventFilter(EvidenceFilter):
+    class Meta:
+        model = NodeEvent
+        fields = []
