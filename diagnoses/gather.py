@@ -38,5 +38,7 @@ def gather(attempt: Attempt) -> AttemptContext:
     try:
         function = GATHERERS[kind]
     except KeyError:
-        raise ConnectorError(f"cluster {attempt.cluster.name}: unknown connector kind {kind!r}", permanent=True) from None
+        raise ConnectorError(
+            f"cluster {attempt.cluster.name}: unknown connector kind {kind!r}", permanent=True
+        ) from None
     return function(attempt)

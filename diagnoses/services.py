@@ -198,7 +198,9 @@ def attempt_fail(*, attempt: Attempt, reason: str) -> None:
 
 
 def _set_state(attempt: Attempt, state: str, error: str = "") -> None:
-    Attempt.objects.filter(pk=attempt.pk).update(analysis_state=state, analysis_error=error, state_changed=timezone.now())
+    Attempt.objects.filter(pk=attempt.pk).update(
+        analysis_state=state, analysis_error=error, state_changed=timezone.now()
+    )
 
 
 def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis) -> None:

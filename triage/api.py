@@ -5,6 +5,9 @@ machine-readable (``invalid``, ``not_authenticated``, ``permission_denied``, ``n
 ``duplicate``, ...), ``message`` names the problem, ``field`` the request field at fault, if any.
 """
 
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -38,6 +41,10 @@ class Pagination(PageNumberPagination):
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -5,9 +5,8 @@ from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, NodeEve
 from rules.engine.taxonomy import DOMAINS
 
 
-class NodeNames(serializers.SlugRelatedField):
-    def __init__(self, **kwargs):
-        super().__init__(slug_field="name", many=True, read_only=True, **kwargs)
+def node_names():
+    return serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -33,7 +32,7 @@ class RevisionSerializer(serializers.Serializer):
 
 class DiagnosisSummarySerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:diagnosis-detail")
-    root_cause_nodes = NodeNames()
+    root_cause_nodes = node_names()
 
     class Meta:
         model = Diagnosis
@@ -53,7 +52,7 @@ class AttemptSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:attempt-detail")
     cluster = serializers.CharField(source="cluster.name")
     job_id = serializers.CharField(source="job.job_id")
-    nodes = NodeNames()
+    nodes = node_names()
     current_diagnosis = DiagnosisSummarySerializer(allow_null=True)
 
     class Meta:

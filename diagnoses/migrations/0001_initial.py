@@ -7,240 +7,393 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('rules', '0001_initial'),
+        ("rules", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Cluster',
+            name="Cluster",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('connector', models.CharField(default='localfiles', help_text="How Faultline gathers an attempt's context (diagnoses.gather)", max_length=40)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "connector",
+                    models.CharField(
+                        default="localfiles",
+                        help_text="How Faultline gathers an attempt's context (diagnoses.gather)",
+                        max_length=40,
+                    ),
+                ),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Attempt',
+            name="Attempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField(help_text='0 for the first run; requeues and restarts count up')),
-                ('scheduler', models.CharField(max_length=20)),
-                ('state', models.CharField(help_text="The scheduler's final state as it spells it", max_length=40)),
-                ('start', models.DateTimeField()),
-                ('end', models.DateTimeField()),
-                ('exit_code', models.CharField(blank=True, max_length=40)),
-                ('reason', models.TextField(blank=True)),
-                ('user', models.CharField(blank=True, max_length=100)),
-                ('name', models.CharField(blank=True, max_length=255)),
-                ('record', models.JSONField(help_text="The scheduler's record as received (attempt.json)")),
-                ('bundle', models.CharField(help_text="The bundle's directory under the bundle root", max_length=200, unique=True)),
-                ('analysis_state', models.CharField(choices=[('received', 'Received'), ('queued', 'Queued'), ('analysing', 'Analysing'), ('analysed', 'Analysed'), ('failed', 'Failed')], default='received', max_length=12)),
-                ('analysis_error', models.TextField(blank=True, help_text='Why the last analysis failed')),
-                ('analysis_runs', models.PositiveIntegerField(default=0, help_text='Analyses started (a worker lost counts too)')),
-                ('received', models.DateTimeField(default=django.utils.timezone.now)),
-                ('state_changed', models.DateTimeField(default=django.utils.timezone.now)),
-                ('analysis_started', models.DateTimeField(blank=True, null=True)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='diagnoses.cluster')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "number",
+                    models.PositiveIntegerField(help_text="0 for the first run; requeues and restarts count up"),
+                ),
+                ("scheduler", models.CharField(max_length=20)),
+                ("state", models.CharField(help_text="The scheduler's final state as it spells it", max_length=40)),
+                ("start", models.DateTimeField()),
+                ("end", models.DateTimeField()),
+                ("exit_code", models.CharField(blank=True, max_length=40)),
+                ("reason", models.TextField(blank=True)),
+                ("user", models.CharField(blank=True, max_length=100)),
+                ("name", models.CharField(blank=True, max_length=255)),
+                ("record", models.JSONField(help_text="The scheduler's record as received (attempt.json)")),
+                (
+                    "bundle",
+                    models.CharField(
+                        help_text="The bundle's directory under the bundle root", max_length=200, unique=True
+                    ),
+                ),
+                (
+                    "analysis_state",
+                    models.CharField(
+                        choices=[
+                            ("received", "Received"),
+                            ("queued", "Queued"),
+                            ("analysing", "Analysing"),
+                            ("analysed", "Analysed"),
+                            ("failed", "Failed"),
+                        ],
+                        default="received",
+                        max_length=12,
+                    ),
+                ),
+                ("analysis_error", models.TextField(blank=True, help_text="Why the last analysis failed")),
+                (
+                    "analysis_runs",
+                    models.PositiveIntegerField(default=0, help_text="Analyses started (a worker lost counts too)"),
+                ),
+                ("received", models.DateTimeField(default=django.utils.timezone.now)),
+                ("state_changed", models.DateTimeField(default=django.utils.timezone.now)),
+                ("analysis_started", models.DateTimeField(blank=True, null=True)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="attempts", to="diagnoses.cluster"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-end', '-pk'],
+                "ordering": ["-end", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='Diagnosis',
+            name="Diagnosis",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('outcome', models.CharField(choices=[('attributed', 'Attributed'), ('ambiguous', 'Ambiguous'), ('unattributed', 'Unattributed')], max_length=12)),
-                ('domain', models.CharField(blank=True, max_length=40)),
-                ('subdomain', models.CharField(blank=True, max_length=80)),
-                ('root_cause_rule', models.CharField(blank=True, max_length=200)),
-                ('document_json', models.TextField(help_text='The diagnosis document (CONTRACTS.md section 2) exactly as the engine wrote it (to_json)')),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('attempt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='diagnoses', to='diagnoses.attempt')),
-                ('revision', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='diagnoses', to='rules.rulesetrevision')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("attributed", "Attributed"),
+                            ("ambiguous", "Ambiguous"),
+                            ("unattributed", "Unattributed"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("domain", models.CharField(blank=True, max_length=40)),
+                ("subdomain", models.CharField(blank=True, max_length=80)),
+                ("root_cause_rule", models.CharField(blank=True, max_length=200)),
+                (
+                    "document_json",
+                    models.TextField(
+                        help_text="The diagnosis document (CONTRACTS.md section 2) exactly as the engine wrote it (to_json)"
+                    ),
+                ),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "attempt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="diagnoses", to="diagnoses.attempt"
+                    ),
+                ),
+                (
+                    "revision",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="diagnoses",
+                        to="rules.rulesetrevision",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'diagnoses',
-                'ordering': ['-created', '-pk'],
+                "verbose_name_plural": "diagnoses",
+                "ordering": ["-created", "-pk"],
             },
         ),
         migrations.AddField(
-            model_name='attempt',
-            name='current_diagnosis',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='diagnoses.diagnosis'),
+            model_name="attempt",
+            name="current_diagnosis",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="diagnoses.diagnosis",
+            ),
         ),
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('job_id', models.CharField(max_length=100)),
-                ('scheduler', models.CharField(max_length=20)),
-                ('name', models.CharField(blank=True, max_length=255)),
-                ('user', models.CharField(blank=True, db_index=True, max_length=100)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='jobs', to='diagnoses.cluster')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("job_id", models.CharField(max_length=100)),
+                ("scheduler", models.CharField(max_length=20)),
+                ("name", models.CharField(blank=True, max_length=255)),
+                ("user", models.CharField(blank=True, db_index=True, max_length=100)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="jobs", to="diagnoses.cluster"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['cluster', 'job_id'],
+                "ordering": ["cluster", "job_id"],
             },
         ),
         migrations.AddField(
-            model_name='attempt',
-            name='job',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='diagnoses.job'),
+            model_name="attempt",
+            name="job",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="attempts", to="diagnoses.job"
+            ),
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Node",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=255)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nodes', to='diagnoses.cluster')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=255)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="nodes", to="diagnoses.cluster"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['cluster', 'name'],
+                "ordering": ["cluster", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Evidence',
+            name="Evidence",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('role', models.CharField(max_length=20)),
-                ('rule', models.CharField(max_length=200)),
-                ('source', models.CharField(max_length=100)),
-                ('time', models.DateTimeField(blank=True, null=True)),
-                ('ref', models.CharField(help_text='Where in the bundle: logs/node02/syslog.log:4182', max_length=500)),
-                ('text', models.TextField()),
-                ('count', models.PositiveIntegerField(default=1)),
-                ('diagnosis', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evidence', to='diagnoses.diagnosis')),
-                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='evidence', to='diagnoses.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                ("role", models.CharField(max_length=20)),
+                ("rule", models.CharField(max_length=200)),
+                ("source", models.CharField(max_length=100)),
+                ("time", models.DateTimeField(blank=True, null=True)),
+                ("ref", models.CharField(help_text="Where in the bundle: logs/node02/syslog.log:4182", max_length=500)),
+                ("text", models.TextField()),
+                ("count", models.PositiveIntegerField(default=1)),
+                (
+                    "diagnosis",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="evidence", to="diagnoses.diagnosis"
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evidence",
+                        to="diagnoses.node",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'evidence',
-                'ordering': ['diagnosis', 'position'],
+                "verbose_name_plural": "evidence",
+                "ordering": ["diagnosis", "position"],
             },
         ),
         migrations.AddField(
-            model_name='diagnosis',
-            name='root_cause_nodes',
-            field=models.ManyToManyField(blank=True, related_name='root_cause_of', to='diagnoses.node'),
+            model_name="diagnosis",
+            name="root_cause_nodes",
+            field=models.ManyToManyField(blank=True, related_name="root_cause_of", to="diagnoses.node"),
         ),
         migrations.AddField(
-            model_name='attempt',
-            name='nodes',
-            field=models.ManyToManyField(related_name='attempts', to='diagnoses.node'),
+            model_name="attempt",
+            name="nodes",
+            field=models.ManyToManyField(related_name="attempts", to="diagnoses.node"),
         ),
         migrations.CreateModel(
-            name='NodeEvent',
+            name="NodeEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('time', models.DateTimeField(blank=True, null=True)),
-                ('source', models.CharField(max_length=100)),
-                ('kind', models.CharField(help_text='system, app, scheduler, events or metrics', max_length=20)),
-                ('rule', models.CharField(max_length=200)),
-                ('role', models.CharField(blank=True, max_length=20)),
-                ('text', models.TextField()),
-                ('ref', models.CharField(max_length=500)),
-                ('count', models.PositiveIntegerField(default=1)),
-                ('diagnosis', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='diagnoses.diagnosis')),
-                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='diagnoses.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("time", models.DateTimeField(blank=True, null=True)),
+                ("source", models.CharField(max_length=100)),
+                ("kind", models.CharField(help_text="system, app, scheduler, events or metrics", max_length=20)),
+                ("rule", models.CharField(max_length=200)),
+                ("role", models.CharField(blank=True, max_length=20)),
+                ("text", models.TextField()),
+                ("ref", models.CharField(max_length=500)),
+                ("count", models.PositiveIntegerField(default=1)),
+                (
+                    "diagnosis",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="events", to="diagnoses.diagnosis"
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="diagnoses.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['diagnosis', 'time', 'pk'],
+                "ordering": ["diagnosis", "time", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='Review',
+            name="Review",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('verdict', models.CharField(choices=[('confirmed', 'Confirmed'), ('corrected', 'Corrected'), ('insufficient_evidence', 'Insufficient Evidence')], max_length=24)),
-                ('corrected_outcome', models.CharField(blank=True, choices=[('attributed', 'Attributed'), ('ambiguous', 'Ambiguous'), ('unattributed', 'Unattributed')], max_length=12)),
-                ('corrected_domain', models.CharField(blank=True, max_length=40)),
-                ('corrected_subdomain', models.CharField(blank=True, max_length=80)),
-                ('corrected_nodes', models.JSONField(blank=True, default=list)),
-                ('note', models.TextField(blank=True)),
-                ('diagnosis', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reviews', to='diagnoses.diagnosis')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='reviews', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "verdict",
+                    models.CharField(
+                        choices=[
+                            ("confirmed", "Confirmed"),
+                            ("corrected", "Corrected"),
+                            ("insufficient_evidence", "Insufficient Evidence"),
+                        ],
+                        max_length=24,
+                    ),
+                ),
+                (
+                    "corrected_outcome",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("attributed", "Attributed"),
+                            ("ambiguous", "Ambiguous"),
+                            ("unattributed", "Unattributed"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("corrected_domain", models.CharField(blank=True, max_length=40)),
+                ("corrected_subdomain", models.CharField(blank=True, max_length=80)),
+                ("corrected_nodes", models.JSONField(blank=True, default=list)),
+                ("note", models.TextField(blank=True)),
+                (
+                    "diagnosis",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reviews", to="diagnoses.diagnosis"
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="reviews", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created', '-pk'],
+                "ordering": ["-created", "-pk"],
             },
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.UniqueConstraint(fields=('cluster', 'job_id'), name='diagnoses_job_unique'),
+            model_name="job",
+            constraint=models.UniqueConstraint(fields=("cluster", "job_id"), name="diagnoses_job_unique"),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.UniqueConstraint(fields=('cluster', 'name'), name='diagnoses_node_unique'),
+            model_name="node",
+            constraint=models.UniqueConstraint(fields=("cluster", "name"), name="diagnoses_node_unique"),
         ),
         migrations.AddIndex(
-            model_name='evidence',
-            index=models.Index(fields=['rule'], name='evidence_rule'),
+            model_name="evidence",
+            index=models.Index(fields=["rule"], name="evidence_rule"),
         ),
         migrations.AddIndex(
-            model_name='evidence',
-            index=models.Index(fields=['node', 'rule'], name='evidence_node_rule'),
+            model_name="evidence",
+            index=models.Index(fields=["node", "rule"], name="evidence_node_rule"),
         ),
         migrations.AddConstraint(
-            model_name='evidence',
-            constraint=models.UniqueConstraint(fields=('diagnosis', 'position'), name='diagnoses_evidence_position'),
+            model_name="evidence",
+            constraint=models.UniqueConstraint(fields=("diagnosis", "position"), name="diagnoses_evidence_position"),
         ),
         migrations.AddIndex(
-            model_name='diagnosis',
-            index=models.Index(fields=['outcome'], name='diagnosis_outcome'),
+            model_name="diagnosis",
+            index=models.Index(fields=["outcome"], name="diagnosis_outcome"),
         ),
         migrations.AddIndex(
-            model_name='diagnosis',
-            index=models.Index(fields=['domain', 'subdomain'], name='diagnosis_domain'),
+            model_name="diagnosis",
+            index=models.Index(fields=["domain", "subdomain"], name="diagnosis_domain"),
         ),
         migrations.AddIndex(
-            model_name='diagnosis',
-            index=models.Index(fields=['subdomain'], name='diagnosis_subdomain'),
+            model_name="diagnosis",
+            index=models.Index(fields=["subdomain"], name="diagnosis_subdomain"),
         ),
         migrations.AddConstraint(
-            model_name='diagnosis',
-            constraint=models.UniqueConstraint(fields=('attempt', 'revision'), name='diagnoses_one_per_attempt_revision'),
+            model_name="diagnosis",
+            constraint=models.UniqueConstraint(
+                fields=("attempt", "revision"), name="diagnoses_one_per_attempt_revision"
+            ),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['cluster', '-end'], name='attempt_cluster_end'),
+            model_name="attempt",
+            index=models.Index(fields=["cluster", "-end"], name="attempt_cluster_end"),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['-end'], name='attempt_end'),
+            model_name="attempt",
+            index=models.Index(fields=["-end"], name="attempt_end"),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['state'], name='attempt_state'),
+            model_name="attempt",
+            index=models.Index(fields=["state"], name="attempt_state"),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['user'], name='attempt_user'),
+            model_name="attempt",
+            index=models.Index(fields=["user"], name="attempt_user"),
         ),
         migrations.AddIndex(
-            model_name='attempt',
-            index=models.Index(fields=['analysis_state', 'state_changed'], name='attempt_analysis'),
+            model_name="attempt",
+            index=models.Index(fields=["analysis_state", "state_changed"], name="attempt_analysis"),
         ),
         migrations.AddConstraint(
-            model_name='attempt',
-            constraint=models.UniqueConstraint(fields=('job', 'number'), name='diagnoses_attempt_unique'),
+            model_name="attempt",
+            constraint=models.UniqueConstraint(fields=("job", "number"), name="diagnoses_attempt_unique"),
         ),
         migrations.AddIndex(
-            model_name='nodeevent',
-            index=models.Index(fields=['node', 'time'], name='event_node_time'),
+            model_name="nodeevent",
+            index=models.Index(fields=["node", "time"], name="event_node_time"),
         ),
         migrations.AddConstraint(
-            model_name='review',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('verdict', 'corrected'), models.Q(('corrected_outcome', ''), _negated=True)), models.Q(models.Q(('verdict', 'corrected'), _negated=True), ('corrected_domain', ''), ('corrected_outcome', ''), ('corrected_subdomain', '')), _connector='OR'), name='diagnoses_review_correction'),
+            model_name="review",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("verdict", "corrected"), models.Q(("corrected_outcome", ""), _negated=True)),
+                    models.Q(
+                        models.Q(("verdict", "corrected"), _negated=True),
+                        ("corrected_domain", ""),
+                        ("corrected_outcome", ""),
+                        ("corrected_subdomain", ""),
+                    ),
+                    _connector="OR",
+                ),
+                name="diagnoses_review_correction",
+            ),
         ),
     ]
