@@ -19,7 +19,12 @@ def ruleset_create_from_pack(*, name: str = DEFAULT_RULESET, path=None) -> RuleS
     try:
         with transaction.atomic():
             return RuleSetRevision.objects.create(
-                ruleset=ruleset, number=1, text=text, digest=compiled.digest, message="The default rule pack", active=True
+                ruleset=ruleset,
+                number=1,
+                text=text,
+                digest=compiled.digest,
+                message="The default rule pack",
+                active=True,
             )
     except IntegrityError:
         return RuleSetRevision.objects.select_related("ruleset").get(ruleset=ruleset, number=1)

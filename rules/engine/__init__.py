@@ -14,7 +14,17 @@ from rules.engine.loader import RuleError, RuleSetError, load_rules, parse_rules
 from rules.engine.report import build, to_json, to_text
 from rules.engine.ruleset import RuleSet
 
-__all__ = ["Analysis", "Engine", "RuleError", "RuleSetError", "diagnose", "load_rules", "parse_ruleset", "to_json", "to_text"]
+__all__ = [
+    "Analysis",
+    "Engine",
+    "RuleError",
+    "RuleSetError",
+    "diagnose",
+    "load_rules",
+    "parse_ruleset",
+    "to_json",
+    "to_text",
+]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,34 +15,58 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='RuleSet',
+            name="RuleSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='RuleSetRevision',
+            name="RuleSetRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('digest', models.CharField(max_length=80)),
-                ('message', models.TextField(blank=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('active', models.BooleanField(default=False)),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='rules.rulesetrevision')),
-                ('ruleset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='revisions', to='rules.ruleset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("digest", models.CharField(max_length=80)),
+                ("message", models.TextField(blank=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                ("active", models.BooleanField(default=False)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="rules.rulesetrevision",
+                    ),
+                ),
+                (
+                    "ruleset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="revisions", to="rules.ruleset"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['ruleset', '-number'],
-                'constraints': [models.UniqueConstraint(fields=('ruleset', 'number'), name='rules_revision_number_unique'), models.UniqueConstraint(condition=models.Q(('active', True)), fields=('ruleset',), name='rules_one_active_revision')],
+                "ordering": ["ruleset", "-number"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("ruleset", "number"), name="rules_revision_number_unique"),
+                    models.UniqueConstraint(
+                        condition=models.Q(("active", True)), fields=("ruleset",), name="rules_one_active_revision"
+                    ),
+                ],
             },
         ),
     ]

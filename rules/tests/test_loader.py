@@ -55,15 +55,27 @@ def test_the_digest_changes_with_the_text():
 @pytest.mark.parametrize(
     ("mutation", "expected"),
     [
-        (("pattern: 'NVRM: Xid", "pattern: '(NVRM: Xid"), "pack.yaml:6: rule 'gpu.xid.bus', field 'pattern': not a valid RE2"),
-        (("domain: hardware", "domain: hardwre"), "pack.yaml:9: rule 'gpu.xid.bus', field 'domain': unknown domain 'hardwre'"),
+        (
+            ("pattern: 'NVRM: Xid", "pattern: '(NVRM: Xid"),
+            "pack.yaml:6: rule 'gpu.xid.bus', field 'pattern': not a valid RE2",
+        ),
+        (
+            ("domain: hardware", "domain: hardwre"),
+            "pack.yaml:9: rule 'gpu.xid.bus', field 'domain': unknown domain 'hardwre'",
+        ),
         (("subdomain: gpu.bus", "subdomain: gpus.bus"), "field 'subdomain': 'gpus.bus' is not a subdomain of hardware"),
-        (("precedence: 90", "precedence: 90\n    colour: red"), "pack.yaml:12: rule 'gpu.xid.bus', field 'colour': unknown field"),
+        (
+            ("precedence: 90", "precedence: 90\n    colour: red"),
+            "pack.yaml:12: rule 'gpu.xid.bus', field 'colour': unknown field",
+        ),
         (("id: nccl.timeout", "id: gpu.xid.bus"), "field 'id': duplicate id (first defined at pack.yaml:3)"),
         (("tags: [cascade], within", "tags: [cascad], within"), "field 'explains': no rule has the tag 'cascad'"),
         (("within: 1h", "within: soon"), "field 'explains.within': 'soon' is not a duration"),
         (("role: symptom", "role: sympton"), "field 'role': 'sympton' is not one of cause, symptom, context"),
-        (("where: {xid: {in: [79]}}", "where: {pid: {in: [79]}}"), "field 'where.pid': the pattern has no named capture"),
+        (
+            ("where: {xid: {in: [79]}}", "where: {pid: {in: [79]}}"),
+            "field 'where.pid': the pattern has no named capture",
+        ),
     ],
 )
 def test_mistakes_are_named_with_file_line_and_field(mutation, expected):
