@@ -1,8 +1,43 @@
 """The attempt list's filters, shared by the REST API and the HTML job list."""
 
-import django_filters
+from datetime import UTC
 
-from diagnoses.models import Attempt, Diagnosis, Evidence, Job, NodeEvent
+import django_filters
+from django import forms
+from django.core.exceptions import ValidationError
+from django_filters.fields import IsoDateTimeField
+from drf_spectacular.utils import extend_schema_field
+
+from diagnoses.models import Attempt, Diagnosis, Evidence, Job, NodeEvent, Review
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 time, in UTC (databases refuse far-fetched offsets such as +21:54)."""
+
+    def clean(self, value):
+        moment = super().clean(value)
+        if moment is None:
+            return None
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError("the time is out of range", code="invalid") from None
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
+
+
+class IdField(forms.IntegerField):
+    def __init__(self, **kwargs):
+        super().__init__(min_value=1, max_value=2**63 - 1, **kwargs)
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": 2**63 - 1})
+class IdFilter(django_filters.Filter):
+    """A primary key (an integer)."""
+
+    field_class = IdField
 
 
 class AttemptFilter(django_filters.FilterSet):
@@ -20,8 +55,8 @@ class AttemptFilter(django_filters.FilterSet):
         field_name="current_diagnosis__root_cause_nodes__name", help_text="The root cause lies on this node"
     )
     user = django_filters.CharFilter()
-    ended_after = django_filters.IsoDateTimeFilter(field_name="end", lookup_expr="gte")
-    ended_before = django_filters.IsoDateTimeFilter(field_name="end", lookup_expr="lt")
+    ended_after = UtcIsoDateTimeFilter(field_name="end", lookup_expr="gte", help_text="Ended at or after")
+    ended_before = UtcIsoDateTimeFilter(field_name="end", lookup_expr="lt", help_text="Ended before")
 
     class Meta:
         model = Attempt
@@ -41,11 +76,11 @@ class JobFilter(django_filters.FilterSet):
 
 
 class DiagnosisFilter(django_filters.FilterSet):
-    attempt = django_filters.NumberFilter(field_name="attempt_id")
+    attempt = IdFilter(field_name="attempt_id")
     outcome = django_filters.ChoiceFilter(choices=Diagnosis.Outcome.choices)
     domain = django_filters.CharFilter()
     subdomain = django_filters.CharFilter()
-    revision = django_filters.NumberFilter(field_name="revision_id")
+    revision = IdFilter(field_name="revision_id")
 
     class Meta:
         model = Diagnosis
@@ -53,7 +88,7 @@ class DiagnosisFilter(django_filters.FilterSet):
 
 
 class EvidenceFilter(django_filters.FilterSet):
-    diagnosis = django_filters.NumberFilter(field_name="diagnosis_id")
+    diagnosis = IdFilter(field_name="diagnosis_id")
     node = django_filters.CharFilter(field_name="node__name")
     rule = django_filters.CharFilter()
     role = django_filters.CharFilter()
@@ -66,4 +101,13 @@ class EvidenceFilter(django_filters.FilterSet):
 class NodeEventFilter(EvidenceFilter):
     class Meta:
         model = NodeEvent
+        fields = []
+
+
+class ReviewFilter(django_filters.FilterSet):
+    diagnosis = IdFilter(field_name="diagnosis_id")
+    verdict = django_filters.ChoiceFilter(choices=Review.Verdict.choices)
+
+    class Meta:
+        model = Review
         fields = []

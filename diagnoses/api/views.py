@@ -27,7 +27,14 @@ from diagnoses.api.serializers import (
     ReviewSerializer,
 )
 from diagnoses.api.uploads import Conflict, bundle_stream, rejected
-from diagnoses.filters import AttemptFilter, DiagnosisFilter, EvidenceFilter, JobFilter, NodeEventFilter
+from diagnoses.filters import (
+    AttemptFilter,
+    DiagnosisFilter,
+    EvidenceFilter,
+    JobFilter,
+    NodeEventFilter,
+    ReviewFilter,
+)
 from rules.engine import to_json
 from rules.selectors import engine_current
 
@@ -124,7 +131,7 @@ class NodeEventViewSet(viewsets.ReadOnlyModelViewSet):
 class ReviewViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     queryset = selectors.review_list()
     serializer_class = ReviewSerializer
-    filterset_fields = ["diagnosis", "verdict"]
+    filterset_class = ReviewFilter
 
     def get_permissions(self):
         if self.action == "create":
