@@ -5,6 +5,7 @@ its engine (a few, least recently used first out); diagnoses never compile per a
 """
 
 from collections import OrderedDict
+from collections.abc import Callable
 
 from rules.engine import Engine
 from rules.revisions import compile_revision
@@ -13,12 +14,17 @@ CACHE_SIZE = 8
 _engines: OrderedDict[tuple[str, int, str], Engine] = OrderedDict()
 
 
-def engine_for(name: str, number: int, text: str) -> Engine:
-    """The engine of revision ``number`` of rule set ``name`` with this ``text``; raises ``RuleSetError``."""
-    key = (name, number, text)
+def engine_for(name: str, number: int, digest: str, text: Callable[[], str]) -> Engine:
+    """The engine of revision ``number`` of rule set ``name``, whose text (read by calling ``text`` only
+    when it must be compiled) has this ``digest``; raises ``RuleSetError`` or, when the text does not
+    have the digest, ``ValueError``."""
+    key = (name, number, digest)
     engine = _engines.get(key)
     if engine is None:
-        engine = _engines[key] = Engine(compile_revision(name, number, text))
+        engine = Engine(compile_revision(name, number, text()))
+        if engine.ruleset.digest != digest:
+            raise ValueError(f"{name} revision {number}: digest {digest} does not match its text")
+        _engines[key] = engine
         while len(_engines) > CACHE_SIZE:
             _engines.popitem(last=False)
     else:

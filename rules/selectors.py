@@ -1,5 +1,6 @@
 """Reads for rule sets, and the engines that run them."""
 
+from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
@@ -8,21 +9,20 @@ from django.db import DatabaseError, connection
 from rules.engine import Engine
 from rules.engines import engine_for
 from rules.models import RuleSetRevision
-from rules.revisions import pack_text
+from rules.revisions import compile_revision, pack_text
 
 DEFAULT_RULESET = "default"
 
 
 def revision_active(name: str = DEFAULT_RULESET) -> RuleSetRevision | None:
-    return RuleSetRevision.objects.select_related("ruleset").filter(ruleset__name=name, active=True).first()
+    """The active revision (its text is read only when needed: see ``revision_engine``)."""
+    revisions = RuleSetRevision.objects.select_related("ruleset").defer("text")
+    return revisions.filter(ruleset__name=name, active=True).first()
 
 
 def revision_engine(revision: RuleSetRevision) -> Engine:
-    """The compiled engine of ``revision`` (once per process); its digest must match the stored one."""
-    engine = engine_for(revision.ruleset.name, revision.number, revision.text)
-    if engine.ruleset.digest != revision.digest:
-        raise ValueError(f"{revision}: stored digest {revision.digest} does not match its text")
-    return engine
+    """The compiled engine of ``revision``, once per process; the text must have the stored digest."""
+    return engine_for(revision.ruleset.name, revision.number, revision.digest, lambda: revision.text)
 
 
 def engine_current() -> Engine:
@@ -34,7 +34,12 @@ def engine_current() -> Engine:
     revision = revision_active() if _database_ready() else None
     if revision is not None:
         return revision_engine(revision)
-    return engine_for(DEFAULT_RULESET, 1, pack_text(settings.FAULTLINE_RULES_PATH))
+    return _pack_engine(pack_text(settings.FAULTLINE_RULES_PATH))
+
+
+@lru_cache(maxsize=2)
+def _pack_engine(text: str) -> Engine:
+    return Engine(compile_revision(DEFAULT_RULESET, 1, text))
 
 
 def _database_ready() -> bool:

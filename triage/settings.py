@@ -87,6 +87,7 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_IGNORE_RESULT = True  # tasks write their results to the database
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -134,7 +135,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Faultline API",
     "DESCRIPTION": (
         "Failure triage for distributed AI training. Every call needs `Authorization: Token <key>` or a "
-        "session. Errors always have the shape `{\"error\": {\"code\": str, \"message\": str, \"field\": "
+        'session. Errors always have the shape `{"error": {"code": str, "message": str, "field": '
         "str|null}}`."
     ),
     "VERSION": "1",

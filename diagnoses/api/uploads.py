@@ -1,8 +1,7 @@
 """Reading a posted bundle: the body as ``application/gzip`` or the multipart field ``bundle``."""
 
 from django.conf import settings
-from rest_framework.exceptions import APIException, ValidationError
-from rest_framework.exceptions import ErrorDetail
+from rest_framework.exceptions import APIException, ErrorDetail, ValidationError
 
 from diagnoses.bundles import BundleRejected, BundleTooLarge, LimitedReader
 

@@ -80,7 +80,8 @@ def api_paths() -> list[str]:
 @pytest.mark.parametrize("method", ["get", "post"])
 def test_every_endpoint_requires_authentication(method):
     paths = [*api_paths(), "/api/v1/attempts/1", "/api/v1/attempts/1/reanalyse", "/api/schema/", "/api/docs/"]
-    assert "/api/v1/attempts" in paths and "/api/v1/analyze" in paths
+    assert "/api/v1/attempts" in paths
+    assert "/api/v1/analyze" in paths
     for path in paths:
         response = getattr(APIClient(), method)(path)
         if response.status_code == 405:
@@ -258,7 +259,8 @@ def test_a_bad_upload_is_a_400_naming_the_problem(triager, bundle_root, body, co
     assert (problem["code"], problem["field"]) == (code, "bundle")
     assert message in problem["message"]
     assert not Attempt.objects.exists()
-    assert stored_bundles(bundle_root) == [] and staging_left(bundle_root) == []
+    assert stored_bundles(bundle_root) == []
+    assert staging_left(bundle_root) == []
 
 
 def test_an_oversize_upload_is_refused_before_it_is_read(triager, make_bundle, settings, bundle_root):
@@ -284,7 +286,8 @@ def test_a_viewer_may_not_upload_reanalyse_or_review(viewer, stored, make_bundle
 
     assert [r.status_code for r in responses] == [403, 403, 403]
     assert all(error(r)["code"] == "permission_denied" for r in responses)
-    assert Attempt.objects.count() == 3 and not Review.objects.exists()
+    assert Attempt.objects.count() == 3
+    assert not Review.objects.exists()
 
 
 def test_reanalyse_queues_the_attempt_again(triager, stored, django_capture_on_commit_callbacks):
@@ -353,7 +356,8 @@ def test_analyze_returns_what_the_diagnose_command_prints_and_stores_nothing(vie
     assert response["Content-Type"] == "application/json"
     assert response.content == printed
     assert not Attempt.objects.exists()
-    assert stored_bundles(bundle_root) == [] and staging_left(bundle_root) == []
+    assert stored_bundles(bundle_root) == []
+    assert staging_left(bundle_root) == []
 
 
 def test_analyze_refuses_a_bad_bundle(viewer, bundle_root):
@@ -382,4 +386,5 @@ def test_the_landing_page_requires_a_login(client):
     User.objects.create_user("dora", password="a long password")
     client.login(username="dora", password="a long password")
     page = client.get(reverse("landing")).content.decode()
-    assert 'href="/api/docs/"' in page and 'href="/admin/"' in page
+    assert 'href="/api/docs/"' in page
+    assert 'href="/admin/"' in page

@@ -93,7 +93,8 @@ def test_a_pattern_re2_cannot_compile_is_rejected_not_run():
 
 def test_invalid_yaml_names_its_line():
     found = errors("rules:\n  - id: x\n    description: [unclosed\n")
-    assert found and found[0].startswith("pack.yaml:")
+    assert found
+    assert found[0].startswith("pack.yaml:")
     assert "not valid YAML" in found[0]
 
 

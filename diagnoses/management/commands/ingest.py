@@ -1,4 +1,4 @@
-"""``manage.py ingest PATH...``: store the attempts of bundle directories (or folders of them) and queue their analysis."""
+"""``manage.py ingest PATH...``: store the attempts of bundles (or folders of bundles) and queue their analysis."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""``manage.py reanalyse [--all | --since DATE | --cluster NAME]``: queue attempts' analysis with the active rule set."""
+"""``manage.py reanalyse [--all | --since DATE | --cluster NAME]``: queue analyses with the active rule set."""
 
 from datetime import datetime, time
 
