@@ -70,7 +70,8 @@ def _first_problem(detail, path: str = "") -> tuple[str | None, str, str]:
 
 
 def document_errors(result, generator, request, public):
-    """drf-spectacular hook: every operation documents the error format for its error statuses."""
+    """drf-spectacular hook: every operation documents the error format for its error statuses
+    (400, 401, 403, 404, and any other 4xx a view declares without a body)."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for operations in result.get("paths", {}).values():
@@ -78,4 +79,7 @@ def document_errors(result, generator, request, public):
             responses = operation.setdefault("responses", {})
             for status, description in DOCUMENTED_ERRORS.items():
                 responses.setdefault(status, {"description": description, "content": reference})
+            for status, response in responses.items():
+                if status.startswith("4"):
+                    response.setdefault("content", reference)
     return result

@@ -1,4 +1,3 @@
-from django.urls import reverse
 from rest_framework import serializers
 
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, NodeEvent, Review
@@ -67,11 +66,6 @@ class AttemptAcceptedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     url = serializers.URLField()
     analysis_state = serializers.CharField()
-
-    @staticmethod
-    def of(attempt: Attempt, request) -> dict:
-        url = request.build_absolute_uri(reverse("api:attempt-detail", args=[attempt.pk]))
-        return {"id": attempt.pk, "url": url, "analysis_state": attempt.analysis_state}
 
 
 class BundleUploadSerializer(serializers.Serializer):

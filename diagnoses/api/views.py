@@ -3,8 +3,9 @@
 import shutil
 
 from django.http import HttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
@@ -53,6 +54,13 @@ def permission(name: str) -> type[BasePermission]:
     return HasPermission
 
 
+def accepted(attempt, request) -> Response:
+    """202 with the attempt's URL (also in ``Location``), where its analysis will show."""
+    url = request.build_absolute_uri(reverse("api:attempt-detail", args=[attempt.pk]))
+    body = {"id": attempt.pk, "url": url, "analysis_state": attempt.analysis_state}
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
 class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = selectors.cluster_list()
     serializer_class = ClusterSerializer
@@ -74,7 +82,10 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
         needed = {"create": "diagnoses.add_attempt", "reanalyse": "diagnoses.change_attempt"}.get(self.action)
         return [IsAuthenticated(), *([permission(needed)()] if needed else [])]
 
-    @extend_schema(request=BUNDLE_BODY, responses={202: AttemptAcceptedSerializer, 409: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=BUNDLE_BODY,
+        responses={202: AttemptAcceptedSerializer, 409: OpenApiResponse(description="The attempt is already stored")},
+    )
     def create(self, request):
         """Store an attempt from its bundle (.tar.gz) and queue its analysis."""
         try:
@@ -83,8 +94,7 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
             raise rejected(exc) from None
         except services.DuplicateAttempt as exc:
             raise Conflict(str(exc)) from None
-        body = AttemptAcceptedSerializer.of(attempt, request)
-        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+        return accepted(attempt, request)
 
     @extend_schema(request=None, responses={202: AttemptAcceptedSerializer})
     @action(detail=True, methods=["post"])
@@ -92,8 +102,7 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
         """Queue the attempt's analysis again with the active rule set."""
         attempt = self.get_object()
         services.attempt_reanalyse(attempt=attempt)
-        body = AttemptAcceptedSerializer.of(attempt, request)
-        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+        return accepted(attempt, request)
 
 
 class DiagnosisViewSet(viewsets.ReadOnlyModelViewSet):
