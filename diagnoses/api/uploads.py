@@ -23,7 +23,9 @@ def bundle_stream(request):
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:
             raise BundleTooLarge(too_large)
-        return LimitedReader(request._request, limit, too_large)
+        if request.stream is None:
+            raise BundleRejected("the upload is empty (post the .tar.gz as the request body)")
+        return LimitedReader(request.stream, limit, too_large)
     if media_type == "multipart/form-data":
         upload = request.data.get("bundle")
         if not hasattr(upload, "read"):

@@ -248,6 +248,7 @@ def test_a_duplicate_upload_is_a_409(triager, make_bundle):
     ("body", "content_type", "code", "message"),
     [
         (b"hello", "application/gzip", "invalid_bundle", "not a gzip-compressed archive"),
+        (b"", "application/gzip", "invalid_bundle", "the upload is empty"),
         (b"{}", "application/json", "invalid_bundle", "unsupported content type 'application/json'"),
     ],
 )
