@@ -33,8 +33,6 @@ State = Attempt.Analysis
 class DuplicateAttempt(Exception):
     """An attempt with this cluster, job id and attempt number is already stored."""
 
-    code = "duplicate"
-
     def __init__(self, attempt: Attempt):
         super().__init__(
             f"attempt {attempt.number} of job {attempt.job.job_id} on cluster {attempt.cluster.name} is already stored"
@@ -122,23 +120,23 @@ def nodes_ensure(*, cluster: Cluster, names) -> dict[str, Node]:
     return found
 
 
-def _enqueue_on_commit(attempt_id: int, revision_id: int | None = None) -> None:
+def _enqueue_on_commit(attempt_id: int) -> None:
     from diagnoses.tasks import analyse_attempt  # tasks call services; import here to avoid the cycle
 
     # robust: a broker that cannot take the message leaves the attempt queued (and logged), the rows stay
-    transaction.on_commit(lambda: analyse_attempt.delay(attempt_id, revision_id), robust=True)
+    transaction.on_commit(lambda: analyse_attempt.delay(attempt_id), robust=True)
 
 
 # Analysis ----------------------------------------------------------------------------------------
 
 
-def attempt_reanalyse(*, attempt: Attempt, revision: RuleSetRevision | None = None) -> None:
-    """Queue the attempt's analysis again (with ``revision`` or the active revision)."""
+def attempt_reanalyse(*, attempt: Attempt) -> None:
+    """Queue the attempt's analysis again, with the active rule set."""
     with transaction.atomic():
         Attempt.objects.filter(pk=attempt.pk).update(
             analysis_state=State.QUEUED, analysis_error="", state_changed=timezone.now()
         )
-        _enqueue_on_commit(attempt.pk, revision.pk if revision else None)
+        _enqueue_on_commit(attempt.pk)
     attempt.refresh_from_db()
 
 
@@ -155,8 +153,9 @@ def attempts_reanalyse(*, attempts) -> int:
     return len(ids)
 
 
-def attempt_analyse(*, attempt_id: int, revision_id: int | None = None, final: bool = True) -> Diagnosis | None:
-    """Gather, analyse and record one attempt. Idempotent: one diagnosis per attempt and revision.
+def attempt_analyse(*, attempt_id: int, final: bool = True) -> Diagnosis | None:
+    """Gather, analyse and record one attempt with the active rule set. Idempotent: one diagnosis per
+    attempt and rule-set revision.
 
     A transient ``ConnectorError`` is raised for the caller to retry unless this is the ``final``
     try; every other failure leaves the attempt ``failed`` with the reason, ready to be retried.
@@ -164,10 +163,7 @@ def attempt_analyse(*, attempt_id: int, revision_id: int | None = None, final: b
     attempt = Attempt.objects.select_related("cluster", "job").filter(pk=attempt_id).first()
     if attempt is None:
         return None
-    if revision_id is None:
-        revision = active_revision()
-    else:
-        revision = RuleSetRevision.objects.select_related("ruleset").get(pk=revision_id)
+    revision = active_revision()
     done = Diagnosis.objects.filter(attempt=attempt, revision=revision).first()
     if done is not None:
         _mark_analysed(attempt, done)
@@ -184,6 +180,10 @@ def attempt_analyse(*, attempt_id: int, revision_id: int | None = None, final: b
             return None
         _set_state(attempt, State.QUEUED, f"retrying after a transient error: {exc}")
         raise
+    except Exception as exc:
+        logger.exception("gathering the context of attempt %s failed", attempt.pk)
+        attempt_fail(attempt=attempt, reason=f"gathering the context failed: {type(exc).__name__}: {exc}")
+        return None
     try:
         analysis = revision_engine(revision).analyse(context)
     except Exception as exc:
@@ -273,12 +273,12 @@ def _time(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
-def attempts_reap_stuck(*, now: datetime | None = None) -> list[int]:
+def attempts_reap_stuck() -> list[int]:
     """Re-queue attempts whose analysis outlived the time limit (their worker was lost).
 
     An attempt that already used its ``FAULTLINE_MAX_ANALYSIS_RUNS`` fails instead, with the reason.
     """
-    cutoff = (now or timezone.now()) - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
+    cutoff = timezone.now() - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
     stuck = Attempt.objects.filter(analysis_state=State.ANALYSING, analysis_started__lt=cutoff)
     requeued = []
     with transaction.atomic():

@@ -16,10 +16,10 @@ BACKOFF_MAX_SECONDS = 600
 
 
 @shared_task(bind=True, max_retries=None)
-def analyse_attempt(self, attempt_id: int, revision_id: int | None = None) -> None:
+def analyse_attempt(self, attempt_id: int) -> None:
     final = self.request.retries >= settings.FAULTLINE_GATHER_RETRIES
     try:
-        services.attempt_analyse(attempt_id=attempt_id, revision_id=revision_id, final=final)
+        services.attempt_analyse(attempt_id=attempt_id, final=final)
     except ConnectorError as exc:  # transient: retry with exponential backoff
         countdown = min(BACKOFF_MAX_SECONDS, BACKOFF_SECONDS * 2**self.request.retries)
         raise self.retry(exc=exc, countdown=countdown) from exc

@@ -217,3 +217,20 @@ def test_the_reaper_fails_an_attempt_that_keeps_losing_its_worker(attempt, setti
     attempt.refresh_from_db()
     assert attempt.analysis_state == "failed"
     assert attempt.analysis_error == f"the analysis did not finish in {runs} runs (worker lost or killed)"
+
+
+def test_an_unexpected_gathering_error_fails_the_attempt_with_the_reason(attempt, monkeypatch):
+    def broken(target):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setitem(gather.GATHERERS, "broken", broken)
+    attempt.cluster.connector = "broken"
+    attempt.cluster.save()
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.analysis_error) == (
+        "failed",
+        "gathering the context failed: PermissionError: [Errno 13] Permission denied",
+    )
