@@ -18,15 +18,21 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## Create the virtualenv in .venv with every dependency
 
-run: $(STAMP) ## Run Faultline: diagnose the generated demo bundle
-	$(BIN)/python manage.py demo_bundle var/demo/bundle
-	$(BIN)/python manage.py diagnose var/demo/bundle --format text
+run: $(STAMP) ## Run Faultline on http://localhost:8000 with demo data (SQLite in var/, tasks in-process)
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py collectstatic --noinput -v0
+	$(BIN)/python manage.py load_demo --if-empty
+	$(BIN)/python manage.py demo_login
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+# Tests use PostgreSQL (pytest-django creates test_<name>) and Redis (the worker test's broker).
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
 
 test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Prometheus when they are not running)
 	scripts/services.sh
 	scripts/slurm.sh
 	PYTHON=$(BIN)/python scripts/prometheus.sh
-	$(BIN)/pytest
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest
 
 lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
 	$(BIN)/ruff format --check .
@@ -36,6 +42,8 @@ lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
 bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 	@command -v rg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep
 	$(BIN)/python bench/engine.py
+	scripts/services.sh
+	$(BIN)/python bench/pipeline.py
 
 score: $(STAMP) ## Score the engine on ../shared/scenarios/dev (when that folder exists)
 	. $(BIN)/activate && python3 ../shared/tools/score.py ../shared/scenarios/dev -- python manage.py diagnose

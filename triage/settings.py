@@ -24,6 +24,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "rules",
     "diagnoses",
 ]
@@ -83,19 +88,75 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_IGNORE_RESULT = True  # tasks write their results to the database
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("FAULTLINE_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("FAULTLINE_TASK_TIME_LIMIT", 360)
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("FAULTLINE_WORKER_MAX_TASKS_PER_CHILD", 1000)
+# A message a killed worker never acknowledged is delivered again after this many seconds; keep it
+# above the hard time limit. The reaper below usually re-enqueues such an attempt sooner.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("FAULTLINE_BROKER_VISIBILITY_TIMEOUT", 3600)}
+CELERY_BEAT_SCHEDULE = {
+    "reap-stuck-attempts": {
+        "task": "diagnoses.tasks.reap_stuck_attempts",
+        "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
+    },
+}
 
 # Faultline
 FAULTLINE_BUNDLE_ROOT = Path(env_str("FAULTLINE_BUNDLE_ROOT", str(VAR_DIR / "bundles")))
 FAULTLINE_RULES_PATH = Path(env_str("FAULTLINE_RULES_PATH", str(BASE_DIR / "rules" / "packs" / "default")))
+# Uploaded bundles (.tar.gz): the largest body, and what its extraction may write.
+FAULTLINE_UPLOAD_MAX_BYTES = env_int("FAULTLINE_UPLOAD_MAX_BYTES", 256 << 20)
+FAULTLINE_BUNDLE_MAX_BYTES = env_int("FAULTLINE_BUNDLE_MAX_BYTES", 2 << 30)
+FAULTLINE_BUNDLE_MAX_FILES = env_int("FAULTLINE_BUNDLE_MAX_FILES", 10_000)
+# The pipeline: transient connector errors are retried with exponential backoff this many times;
+# an attempt analysing for longer than FAULTLINE_STUCK_AFTER seconds (its worker was lost) is
+# re-enqueued by the reaper, at most FAULTLINE_MAX_ANALYSIS_RUNS analyses in all.
+FAULTLINE_GATHER_RETRIES = env_int("FAULTLINE_GATHER_RETRIES", 5)
+FAULTLINE_STUCK_AFTER = env_int("FAULTLINE_STUCK_AFTER", CELERY_TASK_TIME_LIMIT + 60)
+FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
+
+# The API: token or session authentication everywhere, one error format (triage/api.py).
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "triage.api.Pagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "triage.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Faultline API",
+    "DESCRIPTION": (
+        "Failure triage for distributed AI training. Every call needs `Authorization: Token <key>` or a "
+        'session. Errors always have the shape `{"error": {"code": str, "message": str, "field": '
+        "str|null}}`."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI served from the app itself (drf-spectacular-sidecar): no CDN, works air-gapped.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"OutcomeEnum": "diagnoses.models.Diagnosis.Outcome"},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "triage.api.document_errors"],
+}
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "landing"
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("FAULTLINE_LOG_LEVEL", "INFO")},
+    # In-process tasks (no broker) would log every task run into the command's or server's output.
+    "loggers": {"celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"}},
 }

@@ -4,16 +4,37 @@ A pure library: the standard library and its regex engines, no Django, no networ
 The same context and rule set give byte-identical output.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from rules.engine.attribution import attribute
 from rules.engine.context import AttemptContext
+from rules.engine.events import Event
 from rules.engine.extract import Extractor
 from rules.engine.loader import RuleError, RuleSetError, load_rules, parse_ruleset
 from rules.engine.report import build, to_json, to_text
 from rules.engine.ruleset import RuleSet
 
-__all__ = ["Engine", "RuleError", "RuleSetError", "diagnose", "load_rules", "parse_ruleset", "to_json", "to_text"]
+__all__ = [
+    "Analysis",
+    "Engine",
+    "RuleError",
+    "RuleSetError",
+    "diagnose",
+    "load_rules",
+    "parse_ruleset",
+    "to_json",
+    "to_text",
+]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A diagnosis and the events behind it: every event in scope that survived the rules' conditions,
+    in time order, each with its final role (root_cause, candidate, cascade, teardown, context or "")."""
+
+    diagnosis: dict
+    events: list[Event]
 
 
 class Engine:
@@ -26,10 +47,13 @@ class Engine:
         self.ruleset = ruleset
         self.extractor = Extractor(ruleset, cache)
 
-    def diagnose(self, context: AttemptContext) -> dict:
+    def analyse(self, context: AttemptContext) -> Analysis:
         events, stats = self.extractor.extract(context)
         result = attribute(events, context.attempt, self.ruleset)
-        return build(context, self.ruleset, result, stats)
+        return Analysis(build(context, self.ruleset, result, stats), result.events)
+
+    def diagnose(self, context: AttemptContext) -> dict:
+        return self.analyse(context).diagnosis
 
 
 def diagnose(context: AttemptContext, ruleset: RuleSet, cache: Path | None = None) -> dict:

@@ -1,0 +1,298 @@
+"""Pipeline benchmark: ingest and analyse typical attempts with real Celery workers, PostgreSQL and Redis.
+
+    python bench/pipeline.py [--attempts 1000] [--workers 1 2] [--keep]
+
+Each attempt has 8 nodes and about 50,000 log lines (a syslog per node, a workload log of 64
+ranks with NCCL INFO chatter and training progress) and one of a few typical faults. The bundles are
+generated deterministically: a pool of distinct log sets, hard-linked into 1,000 bundles whose
+attempt.json differ (job ids). Per run it measures:
+
+- ingest: ``manage.py ingest --no-analyse`` semantics in this process (copy the bundle, write rows);
+- analysis: N worker processes (``celery worker --pool=solo``) draining 1,000 queued analyses;
+  attempts/s per worker process = attempts / wall time / N;
+- the database time share: time spent in database calls (Django's execute wrapper) over the time
+  spent in tasks, summed over the workers.
+
+It needs PostgreSQL and Redis (``scripts/services.sh`` starts them) and uses its own database
+(``faultline_bench``, recreated) and Redis database 5 (flushed); override with ``--database-url`` and
+``--broker-url``. Results belong in docs/performance.md, section "Pipeline".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parents[1]
+NODES = 8
+RANKS_PER_NODE = 8
+SYSLOG_LINES = 2_000  # per node
+WORKLOAD_LINES = 34_000  # the workload log, all ranks
+POOL = 40  # distinct log sets
+FAULTS = ("gpu_bus", "gpu_ecc", "ib_link", "host_oom", "cuda_oom", "none")
+STATS_KEY = "faultline-bench"
+START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+
+
+# Bundles -----------------------------------------------------------------------------------------
+
+
+def write_log_set(root: Path, variant: int) -> dict:
+    """One distinct set of logs (variant ``variant``) and the attempt fields that go with it."""
+    rnd = random.Random(variant)
+    fault = FAULTS[variant % len(FAULTS)]
+    nodes = [f"gpu{(variant * NODES + k) % 997:03d}" for k in range(NODES)]
+    start = START + timedelta(hours=variant)
+    end = start + timedelta(minutes=45)
+    faulty = rnd.randrange(NODES)
+    fault_at = start + timedelta(minutes=20, seconds=rnd.randrange(600))
+    (root / "logs").mkdir(parents=True)
+    for index, node in enumerate(nodes):
+        lines = []
+        for j in range(SYSLOG_LINES):
+            moment = start + timedelta(seconds=j * 2700 / SYSLOG_LINES)
+            kind = j % 4
+            if kind == 0:
+                text = f"kernel: [{j * 1.35:.6f}] mlx5_core 0000:{j % 9:02x}:00.0: poll_health: CQE ok, port {j % 2}"
+            elif kind == 1:
+                text = f"systemd[1]: Started session-{rnd.randrange(10**5)}.scope - Session of user alice."
+            elif kind == 2:
+                text = f"slurmstepd[{4000 + index}]: task/cgroup: step {j} memory {rnd.randrange(10**6)} kB"
+            else:
+                text = f"nvidia-persistenced: device 0000:{3 + j % 8:02x}:00.0 - persistence mode enabled"
+            lines.append(f"{moment:%b %e %H:%M:%S} {node} {text}")
+            if index == faulty and j == SYSLOG_LINES // 2:
+                lines.append(f"{fault_at:%b %e %H:%M:%S} {node} {fault_line(fault)}")
+        (root / "logs" / node).mkdir()
+        (root / "logs" / node / "syslog.log").write_text("\n".join(lines) + "\n")
+    workload = []
+    ranks = NODES * RANKS_PER_NODE
+    for j in range(WORKLOAD_LINES):
+        rank = j % ranks
+        moment = start + timedelta(seconds=j * 2600 / WORKLOAD_LINES)
+        if j % 3:
+            workload.append(f"[rank{rank}]: {moment:%Y-%m-%d %H:%M:%S},{j % 1000:03d} INFO step {j // ranks} "
+                            f"loss {2 + rnd.random():.4f} lr 3.0e-04 tokens/s {rnd.randrange(10**5)}")  # fmt: skip
+        else:
+            workload.append(f"[rank{rank}]: {node_of(nodes, rank)}:{4000 + rank}:{4100 + rank} [{rank % 8}] NCCL "
+                            f"INFO Channel {j % 32:02d}/0 : {rank} -> {(rank + 1) % ranks} via P2P/IPC")  # fmt: skip
+    if fault == "cuda_oom":
+        workload.append(f"[rank{faulty * RANKS_PER_NODE}]: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                        "allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB")  # fmt: skip
+    if fault != "none":
+        timeout = fault_at + timedelta(minutes=10)
+        workload += [
+            f"[rank{r}]: {timeout:%Y-%m-%d %H:%M:%S},000 [E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum=771, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            f"Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+            for r in range(ranks)
+        ]
+    (root / "logs" / "train.log").write_text("\n".join(workload) + "\n")
+    return {"nodes": nodes, "start": stamp(start), "end": stamp(end)}
+
+
+def fault_line(fault: str) -> str:
+    return {
+        "gpu_bus": "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus.",
+        "gpu_ecc": "kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=9911, name=python, An uncorrectable double bit "
+        "error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.",
+        "ib_link": "kernel: mlx5_core 0000:0c:00.0 ens1f0: Link down",
+        "host_oom": "kernel: Out of memory: Killed process 9911 (python) total-vm:812345678kB, anon-rss:501234567kB",
+        "cuda_oom": "kernel: python[9911]: segfault at 0 ip 00007f sp 00007ff error 4",
+        "none": "kernel: EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0",
+    }[fault]
+
+
+def node_of(nodes: list[str], rank: int) -> str:
+    return nodes[rank // RANKS_PER_NODE]
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_bundles(root: Path, count: int) -> list[Path]:
+    """``count`` bundles: distinct attempt.json each, log files hard-linked from a pool of ``POOL`` log sets."""
+    pool = root / "pool"
+    fields = [write_log_set(pool / str(v), v) for v in range(min(POOL, count))]
+    bundles = []
+    for number in range(count):
+        variant = number % len(fields)
+        bundle = root / "bundles" / f"{number:05d}"
+        shutil.copytree(pool / str(variant), bundle, copy_function=os.link)
+        record = {"cluster": "bench", "scheduler": "slurm", "job_id": str(700000 + number), "attempt": 0,
+                  "user": f"user{number % 17}", "name": "pretrain", "state": "FAILED", "exit_code": "1:0",
+                  "tasks_per_node": RANKS_PER_NODE, **fields[variant]}  # fmt: skip
+        (bundle / "attempt.json").write_text(json.dumps(record))
+        bundles.append(bundle)
+    return bundles
+
+
+# The worker: a Celery worker that also counts time in tasks and in database calls -----------------
+
+
+def run_worker(broker_url: str) -> None:
+    import django
+
+    django.setup()
+    import redis
+    from celery.signals import task_postrun, task_prerun
+    from django.db import connection
+
+    from triage.celery import app
+
+    stats = redis.Redis.from_url(broker_url)
+    clock = {"db": 0.0, "task": 0.0}
+
+    def timed(execute, sql, params, many, context):
+        began = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            clock["db"] += time.perf_counter() - began
+
+    @task_prerun.connect
+    def started(**kwargs):
+        clock["task"] = time.perf_counter()
+        clock["db"] = 0.0
+        connection.execute_wrappers.append(timed)
+
+    @task_postrun.connect
+    def finished(**kwargs):
+        connection.execute_wrappers.remove(timed)
+        pipe = stats.pipeline()
+        pipe.incrbyfloat(f"{STATS_KEY}:task", time.perf_counter() - clock["task"])
+        pipe.incrbyfloat(f"{STATS_KEY}:db", clock["db"])
+        pipe.incr(f"{STATS_KEY}:tasks")
+        pipe.execute()
+
+    app.worker_main(["worker", "--pool=solo", "--loglevel=WARNING", "--without-gossip", "--without-mingle"])
+
+
+# The run -----------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--attempts", type=int, default=1000)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker processes per run")
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/faultline_bench")
+    parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/5")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--keep", action="store_true", help="keep the generated bundles and bundle store")
+    args = parser.parse_args()
+
+    workdir = Path(os.environ.get("FAULTLINE_BENCH_DIR") or tempfile.mkdtemp(prefix="faultline-bench-"))
+    os.environ.update(
+        FAULTLINE_BENCH_DIR=str(workdir),  # the workers (started with this environment) use the same store
+        DJANGO_SETTINGS_MODULE="triage.settings",
+        DATABASE_URL=args.database_url,
+        CELERY_BROKER_URL=args.broker_url,
+        FAULTLINE_BUNDLE_ROOT=str(workdir / "store"),
+        FAULTLINE_VAR_DIR=str(workdir / "var"),
+        FAULTLINE_LOG_LEVEL="WARNING",
+    )
+    sys.path.insert(0, str(BASE_DIR))
+    if args.worker:
+        run_worker(args.broker_url)
+        return
+    try:
+        bench(args, workdir)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def bench(args, workdir: Path) -> None:
+    began = time.perf_counter()
+    sources = write_bundles(workdir / "generated", args.attempts)
+    lines = sum(f.read_bytes().count(b"\n") for f in sources[0].rglob("*.log"))
+    print(
+        f"generated {len(sources)} bundles ({lines:,} lines, {NODES} nodes each) in {time.perf_counter() - began:.0f} s"
+    )
+    for workers in args.workers:
+        run(args, workdir, sources, workers)
+
+
+def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
+    import django
+
+    django.setup()
+    from django.db import connections
+
+    connections.close_all()  # the database is dropped and made anew
+    database = args.database_url.rsplit("/", 1)[1]
+    admin_url = args.database_url.rsplit("/", 1)[0] + "/postgres"
+    subprocess.run(["psql", admin_url, "-qc", f"DROP DATABASE IF EXISTS {database}"], check=True)
+    subprocess.run(["psql", admin_url, "-qc", f"CREATE DATABASE {database}"], check=True)
+    shutil.rmtree(workdir / "store", ignore_errors=True)
+    manage = [sys.executable, str(BASE_DIR / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], check=True, cwd=BASE_DIR)
+
+    import redis
+
+    from diagnoses import services
+    from diagnoses.models import Attempt
+    from rules.services import active_revision
+
+    redis.Redis.from_url(args.broker_url).flushdb()
+    active_revision()
+
+    began = time.perf_counter()
+    for source in sources:
+        services.attempt_ingest_directory(path=source, analyse=False)
+    ingest = time.perf_counter() - began
+
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--database-url",
+        args.database_url,
+        "--broker-url",
+        args.broker_url,
+    ]
+    processes = [subprocess.Popen(command, cwd=BASE_DIR) for _ in range(workers)]
+    try:
+        time.sleep(3)  # let the workers start and compile the rule set before the clock starts
+        began = time.perf_counter()
+        services.attempts_reanalyse(attempts=Attempt.objects.all())
+        while Attempt.objects.exclude(analysis_state__in=["analysed", "failed"]).exists():
+            time.sleep(0.05)
+        analysis = time.perf_counter() - began
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait()
+
+    stats = redis.Redis.from_url(args.broker_url)
+    task_time = float(stats.get(f"{STATS_KEY}:task") or 0)
+    db_time = float(stats.get(f"{STATS_KEY}:db") or 0)
+    outcomes = {}
+    for outcome in Attempt.objects.values_list("current_diagnosis__subdomain", flat=True):
+        outcomes[outcome or "-"] = outcomes.get(outcome or "-", 0) + 1
+    failed = Attempt.objects.filter(analysis_state="failed")
+    reasons = sorted(set(failed.values_list("analysis_error", flat=True)))[:3]
+    count = len(sources)
+    print(f"\n{workers} worker process(es), {count} attempts")
+    print(f"  ingest (1 process):   {count / ingest:7.1f} attempts/s ({ingest:.1f} s)")
+    print(f"  analysis:             {count / analysis:7.1f} attempts/s ({analysis:.1f} s), "
+          f"{count / analysis / workers:.1f} attempts/s per worker process")  # fmt: skip
+    print(f"  time in tasks:        {task_time / count * 1000:7.1f} ms per attempt, "
+          f"of which database {db_time / task_time:.0%}" if task_time else "  no task statistics")  # fmt: skip
+    print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
+
+
+if __name__ == "__main__":
+    main()

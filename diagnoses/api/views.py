@@ -1,0 +1,176 @@
+"""The REST API: resource viewsets and a few actions, all thin: they call selectors and services."""
+
+import shutil
+
+from django.http import HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from connectors.localfiles import BundleError, load_bundle
+from diagnoses import bundles, selectors, services
+from diagnoses.api.serializers import (
+    AttemptAcceptedSerializer,
+    AttemptSerializer,
+    BundleUploadSerializer,
+    ClusterSerializer,
+    DiagnosisSerializer,
+    EvidenceSerializer,
+    ExcerptLineSerializer,
+    JobSerializer,
+    NodeEventSerializer,
+    ReviewSerializer,
+)
+from diagnoses.api.uploads import Conflict, bundle_stream, rejected
+from diagnoses.filters import (
+    AttemptFilter,
+    DiagnosisFilter,
+    EvidenceFilter,
+    JobFilter,
+    NodeEventFilter,
+    ReviewFilter,
+)
+from rules.engine import to_json
+from rules.selectors import engine_current
+
+BUNDLE_BODY = {"application/gzip": OpenApiTypes.BINARY, "multipart/form-data": BundleUploadSerializer}
+
+
+def permission(name: str) -> type[BasePermission]:
+    """A permission class requiring the Django permission ``name`` (granted by a role's group)."""
+
+    class HasPermission(BasePermission):
+        message = f"your role does not allow this (it needs the permission {name})"
+
+        def has_permission(self, request, view):
+            return request.user.has_perm(name)
+
+    return HasPermission
+
+
+def accepted(attempt, request) -> Response:
+    """202 with the attempt's URL (also in ``Location``), where its analysis will show."""
+    url = request.build_absolute_uri(reverse("api:attempt-detail", args=[attempt.pk]))
+    body = {"id": attempt.pk, "url": url, "analysis_state": attempt.analysis_state}
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.cluster_list()
+    serializer_class = ClusterSerializer
+
+
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.job_list()
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+
+
+class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.attempt_list()
+    serializer_class = AttemptSerializer
+    filterset_class = AttemptFilter
+    parser_classes = [MultiPartParser]
+
+    def get_permissions(self):
+        needed = {"create": "diagnoses.add_attempt", "reanalyse": "diagnoses.change_attempt"}.get(self.action)
+        return [IsAuthenticated(), *([permission(needed)()] if needed else [])]
+
+    @extend_schema(
+        request=BUNDLE_BODY,
+        responses={202: AttemptAcceptedSerializer, 409: OpenApiResponse(description="The attempt is already stored")},
+    )
+    def create(self, request):
+        """Store an attempt from its bundle (.tar.gz) and queue its analysis."""
+        try:
+            attempt = services.attempt_ingest_archive(stream=bundle_stream(request))
+        except bundles.BundleRejected as exc:
+            raise rejected(exc) from None
+        except services.DuplicateAttempt as exc:
+            raise Conflict(str(exc)) from None
+        return accepted(attempt, request)
+
+    @extend_schema(request=None, responses={202: AttemptAcceptedSerializer})
+    @action(detail=True, methods=["post"])
+    def reanalyse(self, request, pk=None):
+        """Queue the attempt's analysis again with the active rule set."""
+        attempt = self.get_object()
+        services.attempt_reanalyse(attempt=attempt)
+        return accepted(attempt, request)
+
+
+class DiagnosisViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.diagnosis_list()
+    serializer_class = DiagnosisSerializer
+    filterset_class = DiagnosisFilter
+
+
+class EvidenceViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.evidence_list()
+    serializer_class = EvidenceSerializer
+    filterset_class = EvidenceFilter
+
+    @extend_schema(
+        parameters=[OpenApiParameter("context", int, description="Lines before and after (0-50, default 5)")],
+        responses={200: ExcerptLineSerializer(many=True)},
+        filters=False,
+    )
+    @action(detail=True)
+    def excerpt(self, request, pk=None):
+        """The bundle's lines around this piece of evidence."""
+        evidence = self.get_object()
+        context = request.query_params.get("context", "5")
+        context = min(50, int(context)) if context.isdigit() else 5
+        lines = selectors.bundle_excerpt(attempt=evidence.diagnosis.attempt, ref=evidence.ref, context=context)
+        return Response(ExcerptLineSerializer(lines, many=True).data)
+
+
+class NodeEventViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.node_event_list()
+    serializer_class = NodeEventSerializer
+    filterset_class = NodeEventFilter
+
+
+class ReviewViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.review_list()
+    serializer_class = ReviewSerializer
+    filterset_class = ReviewFilter
+
+    def get_permissions(self):
+        if self.action == "create":
+            return [IsAuthenticated(), permission("diagnoses.add_review")()]
+        return [IsAuthenticated()]
+
+    def perform_create(self, serializer):
+        serializer.instance = services.review_create(reviewer=self.request.user, **serializer.validated_data)
+
+
+class AnalyzeView(APIView):
+    """The stateless Attribution Service: the diagnosis of a posted bundle, exactly as
+    ``manage.py diagnose`` prints it; nothing is stored."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request=BUNDLE_BODY, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request):
+        staging = bundles.stage()
+        try:
+            try:
+                bundles.extract_archive(bundle_stream(request), staging)
+                bundle = bundles.locate(staging)
+                bundles.read_attempt(bundle)
+                context = load_bundle(bundle)
+            except BundleError as exc:
+                raise rejected(bundles.BundleRejected(str(exc))) from None
+            except bundles.BundleRejected as exc:
+                raise rejected(exc) from None
+            diagnosis = engine_current().diagnose(context)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return HttpResponse(to_json(diagnosis), content_type="application/json")

@@ -1,0 +1,228 @@
+"""What Faultline stores: clusters, jobs and their attempts, the diagnoses of each attempt (one per
+rule-set revision), the evidence and node events behind them, and people's reviews.
+
+Raw logs are not here: each attempt's bundle lives on disk under ``FAULTLINE_BUNDLE_ROOT``
+(``Attempt.bundle``), and evidence and events point into it (``logs/node02/syslog.log:4182``).
+"""
+
+import json
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from rules.models import RuleSetRevision
+
+
+class Cluster(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    connector = models.CharField(
+        max_length=40, default="localfiles", help_text="How Faultline gathers an attempt's context (diagnoses.gather)"
+    )
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="diagnoses_node_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Job(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="jobs")
+    job_id = models.CharField(max_length=100)
+    scheduler = models.CharField(max_length=20)
+    name = models.CharField(max_length=255, blank=True)
+    user = models.CharField(max_length=100, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["cluster", "job_id"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "job_id"], name="diagnoses_job_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.job_id}"
+
+
+class Attempt(models.Model):
+    """One run of a job: the scheduler's record, where its bundle is, and where its analysis stands."""
+
+    class Analysis(models.TextChoices):
+        RECEIVED = "received"
+        QUEUED = "queued"
+        ANALYSING = "analysing"
+        ANALYSED = "analysed"
+        FAILED = "failed"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="attempts")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField(help_text="0 for the first run; requeues and restarts count up")
+    scheduler = models.CharField(max_length=20)
+    state = models.CharField(max_length=40, help_text="The scheduler's final state as it spells it")
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    nodes = models.ManyToManyField(Node, related_name="attempts")
+    exit_code = models.CharField(max_length=40, blank=True)
+    reason = models.TextField(blank=True)
+    user = models.CharField(max_length=100, blank=True)
+    name = models.CharField(max_length=255, blank=True)
+    record = models.JSONField(help_text="The scheduler's record as received (attempt.json)")
+    bundle = models.CharField(max_length=200, unique=True, help_text="The bundle's directory under the bundle root")
+
+    analysis_state = models.CharField(max_length=12, choices=Analysis.choices, default=Analysis.RECEIVED)
+    analysis_error = models.TextField(blank=True, help_text="Why the last analysis failed")
+    analysis_runs = models.PositiveIntegerField(default=0, help_text="Analyses started (a worker lost counts too)")
+    current_diagnosis = models.ForeignKey(
+        "Diagnosis", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    received = models.DateTimeField(default=timezone.now)
+    state_changed = models.DateTimeField(default=timezone.now)
+    analysis_started = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-end", "-pk"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="diagnoses_attempt_unique")]
+        indexes = [
+            models.Index(fields=["cluster", "-end"], name="attempt_cluster_end"),
+            models.Index(fields=["-end"], name="attempt_end"),
+            models.Index(fields=["state"], name="attempt_state"),
+            models.Index(fields=["user"], name="attempt_user"),
+            models.Index(fields=["analysis_state", "state_changed"], name="attempt_analysis"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job}#{self.number}"
+
+
+class Diagnosis(models.Model):
+    """The engine's diagnosis of one attempt with one rule-set revision (never two for the same pair)."""
+
+    class Outcome(models.TextChoices):
+        ATTRIBUTED = "attributed"
+        AMBIGUOUS = "ambiguous"
+        UNATTRIBUTED = "unattributed"
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="diagnoses")
+    revision = models.ForeignKey(RuleSetRevision, on_delete=models.PROTECT, related_name="diagnoses")
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    domain = models.CharField(max_length=40, blank=True)
+    subdomain = models.CharField(max_length=80, blank=True)
+    root_cause_rule = models.CharField(max_length=200, blank=True)
+    root_cause_nodes = models.ManyToManyField(Node, blank=True, related_name="root_cause_of")
+    document_json = models.TextField(
+        help_text="The diagnosis document (CONTRACTS.md section 2) exactly as the engine wrote it (to_json)"
+    )
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+        verbose_name_plural = "diagnoses"
+        constraints = [
+            models.UniqueConstraint(fields=["attempt", "revision"], name="diagnoses_one_per_attempt_revision")
+        ]
+        indexes = [
+            models.Index(fields=["outcome"], name="diagnosis_outcome"),
+            models.Index(fields=["domain", "subdomain"], name="diagnosis_domain"),
+            models.Index(fields=["subdomain"], name="diagnosis_subdomain"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attempt}: {self.outcome} {self.subdomain}".rstrip()
+
+    @property
+    def document(self) -> dict:
+        """The document, keys in the engine's order (kept as text: a JSON column would reorder them)."""
+        return json.loads(self.document_json)
+
+
+class Evidence(models.Model):
+    """One line of a diagnosis's evidence trail, in the document's order."""
+
+    diagnosis = models.ForeignKey(Diagnosis, on_delete=models.CASCADE, related_name="evidence")
+    position = models.PositiveIntegerField()
+    role = models.CharField(max_length=20)
+    rule = models.CharField(max_length=200)
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="evidence")
+    source = models.CharField(max_length=100)
+    time = models.DateTimeField(null=True, blank=True)
+    ref = models.CharField(max_length=500, help_text="Where in the bundle: logs/node02/syslog.log:4182")
+    text = models.TextField()
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["diagnosis", "position"]
+        verbose_name_plural = "evidence"
+        constraints = [models.UniqueConstraint(fields=["diagnosis", "position"], name="diagnoses_evidence_position")]
+        indexes = [
+            models.Index(fields=["rule"], name="evidence_rule"),
+            models.Index(fields=["node", "rule"], name="evidence_node_rule"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule} {self.ref}"
+
+
+class NodeEvent(models.Model):
+    """An event the engine found while diagnosing (every event in scope, with its role): the timeline."""
+
+    diagnosis = models.ForeignKey(Diagnosis, on_delete=models.CASCADE, related_name="events")
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="events")
+    time = models.DateTimeField(null=True, blank=True)
+    source = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, help_text="system, app, scheduler, events or metrics")
+    rule = models.CharField(max_length=200)
+    role = models.CharField(max_length=20, blank=True)
+    text = models.TextField()
+    ref = models.CharField(max_length=500)
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["diagnosis", "time", "pk"]
+        indexes = [models.Index(fields=["node", "time"], name="event_node_time")]
+
+    def __str__(self) -> str:
+        return f"{self.rule} {self.ref}"
+
+
+class Review(models.Model):
+    """A person's verdict on a diagnosis."""
+
+    class Verdict(models.TextChoices):
+        CONFIRMED = "confirmed"
+        CORRECTED = "corrected"
+        INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+
+    diagnosis = models.ForeignKey(Diagnosis, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
+    created = models.DateTimeField(default=timezone.now)
+    verdict = models.CharField(max_length=24, choices=Verdict.choices)
+    corrected_outcome = models.CharField(max_length=12, choices=Diagnosis.Outcome.choices, blank=True)
+    corrected_domain = models.CharField(max_length=40, blank=True)
+    corrected_subdomain = models.CharField(max_length=80, blank=True)
+    corrected_nodes = models.JSONField(default=list, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(verdict="corrected") & ~Q(corrected_outcome="")
+                | ~Q(verdict="corrected") & Q(corrected_outcome="", corrected_domain="", corrected_subdomain=""),
+                name="diagnoses_review_correction",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.diagnosis.attempt}: {self.verdict}"

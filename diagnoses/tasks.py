@@ -1,0 +1,30 @@
+"""The Blueprint's Celery tasks: thin wrappers that take primary keys and call the services.
+
+Gather, analyse and record run in one task: the context streams the bundle from disk and is not
+something to pass through the broker. Late acknowledgement, prefetch 1 and the time limits are set
+in settings; a worker lost mid-task leaves the attempt ``analysing``, which the reaper re-queues.
+"""
+
+from celery import shared_task
+from django.conf import settings
+
+from connectors.base import ConnectorError
+from diagnoses import services
+
+BACKOFF_SECONDS = 10
+BACKOFF_MAX_SECONDS = 600
+
+
+@shared_task(bind=True, max_retries=None)
+def analyse_attempt(self, attempt_id: int) -> None:
+    final = self.request.retries >= settings.FAULTLINE_GATHER_RETRIES
+    try:
+        services.attempt_analyse(attempt_id=attempt_id, final=final)
+    except ConnectorError as exc:  # transient: retry with exponential backoff
+        countdown = min(BACKOFF_MAX_SECONDS, BACKOFF_SECONDS * 2**self.request.retries)
+        raise self.retry(exc=exc, countdown=countdown) from exc
+
+
+@shared_task
+def reap_stuck_attempts() -> list[int]:
+    return services.attempts_reap_stuck()

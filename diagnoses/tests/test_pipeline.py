@@ -1,0 +1,236 @@
+"""The Blueprint's tasks, run with ``.apply()``: idempotent analysis, failures kept visible, retries, the reaper."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError
+from django.utils import timezone
+
+from connectors.base import ConnectorError
+from diagnoses import gather, services
+from diagnoses.models import Attempt, Diagnosis, Evidence, NodeEvent
+from diagnoses.tasks import analyse_attempt, reap_stuck_attempts
+from rules.selectors import revision_engine
+from rules.services import active_revision
+from triage.celery import app as celery_app
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def retries_run_in_process(monkeypatch):
+    """Eager retries are applied in-process; a propagated Retry would stop them."""
+    monkeypatch.setitem(celery_app.conf, "task_eager_propagates", False)
+
+
+@pytest.fixture
+def attempt(make_bundle):
+    return services.attempt_ingest_directory(path=make_bundle(), analyse=False)
+
+
+def test_analysis_records_the_diagnosis_its_evidence_and_node_events(attempt):
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    diagnosis = attempt.current_diagnosis
+    assert attempt.analysis_state == "analysed"
+    assert attempt.analysis_runs == 1
+    assert (diagnosis.outcome, diagnosis.domain, diagnosis.subdomain) == ("attributed", "hardware", "gpu.bus")
+    assert diagnosis.root_cause_rule == "gpu.xid.fallen_off_bus"
+    assert list(diagnosis.root_cause_nodes.values_list("name", flat=True)) == ["node02"]
+    assert diagnosis.revision == active_revision()
+    assert diagnosis.document["ruleset"] == {
+        "name": "default",
+        "version": str(diagnosis.revision.number),
+        "digest": diagnosis.revision.digest,
+    }
+    root = Evidence.objects.get(diagnosis=diagnosis, role="root_cause")
+    assert (root.node.name, root.ref, root.rule) == ("node02", "logs/node02/syslog.log:3", "gpu.xid.fallen_off_bus")
+    assert [e["ref"] for e in diagnosis.document["evidence"]] == list(
+        Evidence.objects.filter(diagnosis=diagnosis).values_list("ref", flat=True)
+    )
+    events = NodeEvent.objects.filter(diagnosis=diagnosis)
+    assert events.filter(role="root_cause", node__name="node02").count() == 1
+    assert events.filter(role="cascade").count() == 8
+    assert set(events.filter(role="cascade").values_list("node__name", flat=True)) == {
+        "node01",
+        "node02",
+        "node03",
+        "node04",
+    }
+
+
+def test_analysing_twice_with_the_same_revision_keeps_one_diagnosis(attempt):
+    analyse_attempt.apply(args=[attempt.pk])
+    first = Diagnosis.objects.get(attempt=attempt)
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    assert list(Diagnosis.objects.filter(attempt=attempt)) == [first]
+    attempt.refresh_from_db()
+    assert attempt.analysis_runs == 1  # the second run saw the work done and returned early
+
+
+def test_recording_a_diagnosis_twice_keeps_the_first(attempt):
+    revision = active_revision()
+    analysis = revision_engine(revision).analyse(gather.gather(attempt))
+    first = services.diagnosis_record(attempt=attempt, revision=revision, analysis=analysis)
+
+    again = services.diagnosis_record(attempt=attempt, revision=revision, analysis=analysis)
+
+    assert again == first
+    assert Diagnosis.objects.count() == 1
+    assert Evidence.objects.count() == len(analysis.diagnosis["evidence"])
+
+
+def test_the_database_refuses_a_second_diagnosis_for_the_same_revision(attempt):
+    analyse_attempt.apply(args=[attempt.pk])
+    diagnosis = Diagnosis.objects.get()
+
+    with pytest.raises(IntegrityError):
+        Diagnosis.objects.create(
+            attempt=attempt, revision=diagnosis.revision, outcome="unattributed", document_json="{}"
+        )
+
+
+def test_a_permanent_connector_error_fails_the_attempt_with_the_reason(attempt):
+    attempt.cluster.connector = "nowhere"
+    attempt.cluster.save()
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert attempt.analysis_state == "failed"
+    assert attempt.analysis_error == "gathering the context failed: cluster dgx-a: unknown connector kind 'nowhere'"
+    assert not Diagnosis.objects.exists()
+
+
+def test_a_missing_bundle_fails_the_attempt_and_reanalysis_retries_it(attempt, django_capture_on_commit_callbacks):
+    stored = services.bundles.path_of(attempt.bundle)
+    stored.rename(stored.with_name("moved"))
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert attempt.analysis_state == "failed"
+    assert "not a directory" in attempt.analysis_error
+
+    stored.with_name("moved").rename(stored)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.attempt_reanalyse(attempt=attempt)
+
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.analysis_error) == ("analysed", "")
+    assert attempt.current_diagnosis.subdomain == "gpu.bus"
+
+
+def test_an_engine_failure_fails_the_attempt_with_the_reason(attempt, monkeypatch):
+    def broken(revision):
+        raise MemoryError("out of memory while scanning")
+
+    monkeypatch.setattr(services, "revision_engine", broken)
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert attempt.analysis_state == "failed"
+    assert attempt.analysis_error == "the analysis failed: MemoryError: out of memory while scanning"
+
+
+@pytest.mark.usefixtures("retries_run_in_process")
+def test_transient_connector_errors_are_retried_then_succeed(attempt, monkeypatch):
+    calls = []
+
+    def flaky(target):
+        calls.append(target.pk)
+        if len(calls) < 3:
+            raise ConnectorError("Loki answered 503")
+        return gather.gather_stored_bundle(target)
+
+    monkeypatch.setitem(gather.GATHERERS, "flaky", flaky)
+    attempt.cluster.connector = "flaky"
+    attempt.cluster.save()
+
+    analyse_attempt.apply(args=[attempt.pk])  # eager retries run at once, in-process
+
+    attempt.refresh_from_db()
+    assert len(calls) == 3
+    assert attempt.analysis_state == "analysed"
+
+
+@pytest.mark.usefixtures("retries_run_in_process")
+def test_transient_errors_fail_the_attempt_after_the_last_retry(attempt, monkeypatch, settings):
+    settings.FAULTLINE_GATHER_RETRIES = 2
+    calls = []
+
+    def down(target):
+        calls.append(target.pk)
+        raise ConnectorError("connection refused")
+
+    monkeypatch.setitem(gather.GATHERERS, "down", down)
+    attempt.cluster.connector = "down"
+    attempt.cluster.save()
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert len(calls) == 3
+    assert (attempt.analysis_state, attempt.analysis_error) == (
+        "failed",
+        "gathering the context failed: connection refused",
+    )
+
+
+def test_a_deleted_attempt_is_no_error(attempt):
+    attempt_id = attempt.pk
+    attempt.delete()
+
+    assert analyse_attempt.apply(args=[attempt_id]).successful()
+
+
+def test_the_reaper_requeues_attempts_whose_worker_was_lost(attempt, settings, django_capture_on_commit_callbacks):
+    lost = timezone.now() - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER + 1)
+    Attempt.objects.filter(pk=attempt.pk).update(analysis_state="analysing", analysis_started=lost, analysis_runs=1)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        requeued = reap_stuck_attempts.apply().get()
+
+    assert requeued == [attempt.pk]
+    attempt.refresh_from_db()
+    assert attempt.analysis_state == "analysed"
+    assert attempt.analysis_runs == 2
+
+
+def test_the_reaper_leaves_recent_analyses_alone(attempt):
+    Attempt.objects.filter(pk=attempt.pk).update(analysis_state="analysing", analysis_started=timezone.now())
+
+    assert reap_stuck_attempts.apply().get() == []
+
+
+def test_the_reaper_fails_an_attempt_that_keeps_losing_its_worker(attempt, settings):
+    lost = timezone.now() - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER + 1)
+    runs = settings.FAULTLINE_MAX_ANALYSIS_RUNS
+    Attempt.objects.filter(pk=attempt.pk).update(analysis_state="analysing", analysis_started=lost, analysis_runs=runs)
+
+    assert reap_stuck_attempts.apply().get() == []
+
+    attempt.refresh_from_db()
+    assert attempt.analysis_state == "failed"
+    assert attempt.analysis_error == f"the analysis did not finish in {runs} runs (worker lost or killed)"
+
+
+def test_an_unexpected_gathering_error_fails_the_attempt_with_the_reason(attempt, monkeypatch):
+    def broken(target):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setitem(gather.GATHERERS, "broken", broken)
+    attempt.cluster.connector = "broken"
+    attempt.cluster.save()
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.analysis_error) == (
+        "failed",
+        "gathering the context failed: PermissionError: [Errno 13] Permission denied",
+    )

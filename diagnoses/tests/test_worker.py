@@ -1,0 +1,99 @@
+"""A real Celery worker, killed with SIGKILL mid-task: every attempt still ends with exactly one diagnosis.
+
+Needs PostgreSQL (the worker and this test share the test database) and Redis (the broker:
+``FAULTLINE_TEST_BROKER_URL``, default ``redis://127.0.0.1:6379/3``, flushed by the test).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.db import connection
+from django.db.models import Count
+
+from diagnoses.models import Attempt
+
+pytestmark = pytest.mark.django_db(transaction=True)
+BASE_DIR = Path(__file__).resolve().parents[2]
+BROKER = os.environ.get("FAULTLINE_TEST_BROKER_URL", "redis://127.0.0.1:6379/3")
+ATTEMPTS = 20
+
+
+@pytest.fixture
+def environment(tmp_path, bundle_root):
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker test shares the test database with a worker process: it needs PostgreSQL")
+    redis.Redis.from_url(BROKER).flushdb()
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    return {
+        "PATH": os.environ["PATH"],
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": BROKER,
+        "FAULTLINE_BUNDLE_ROOT": str(bundle_root),
+        "FAULTLINE_VAR_DIR": str(tmp_path / "var"),
+        "FAULTLINE_STUCK_AFTER": "3",  # the reaper re-queues an attempt analysing for longer (each takes ~0.4 s)
+        "FAULTLINE_REAPER_INTERVAL": "1",
+    }
+
+
+def start_worker(name: str, environment: dict, tmp_path: Path) -> subprocess.Popen:
+    log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+    command = [sys.executable, "-m", "celery", "-A", "triage", "worker", "--pool=solo", "--loglevel=INFO"]
+    command += ["-n", f"{name}@%h", "--beat", "--schedule", str(tmp_path / f"{name}-beat")]
+    return subprocess.Popen(command, cwd=BASE_DIR, env=environment, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def test_a_worker_killed_mid_task_loses_no_attempt(make_bundle, environment, tmp_path):
+    for number in range(ATTEMPTS):
+        make_bundle(job_id=str(1000 + number), slow_lines=2500)
+    workers = [start_worker("first", environment, tmp_path)]
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "ingest", "-v0", str(tmp_path / "bundles")],
+            cwd=BASE_DIR, env=environment, check=True,
+        )  # fmt: skip
+
+        def mid_run():
+            done = Attempt.objects.filter(analysis_state="analysed").count()
+            running = Attempt.objects.filter(analysis_state="analysing").first()
+            return running if done >= 3 and running else None
+
+        running = wait_for(mid_run, 60, "the first worker to be analysing its fourth attempt")
+        os.kill(workers[0].pid, signal.SIGKILL)
+        workers[0].wait()
+        running.refresh_from_db()
+        assert running.analysis_state == "analysing", "the worker was to be killed in the middle of a task"
+        assert Attempt.objects.filter(analysis_state="analysed").count() < ATTEMPTS
+
+        workers.append(start_worker("second", environment, tmp_path))
+        wait_for(
+            lambda: Attempt.objects.filter(analysis_state="analysed").count() == ATTEMPTS,
+            120,
+            "the second worker to analyse every attempt",
+        )
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+
+    counts = Attempt.objects.annotate(n=Count("diagnoses")).values_list("n", flat=True)
+    assert list(counts) == [1] * ATTEMPTS
+    running.refresh_from_db()
+    assert running.analysis_runs == 2  # started by the first worker, re-queued by the reaper, finished by the second
+    assert running.current_diagnosis.subdomain == "gpu.bus"
