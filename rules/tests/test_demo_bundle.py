@@ -14,6 +14,7 @@ def run(*args):
     return out.getvalue()
 
 
+@pytest.mark.django_db  # diagnose reads the active rule set when the database has one
 def test_it_writes_a_gpu_off_the_bus_bundle_by_default_and_prints_its_path(tmp_path):
     target = tmp_path / "bundle"
 
