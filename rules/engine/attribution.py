@@ -9,7 +9,8 @@
 4. Candidates: the unexplained causes, one per classification (domain, subdomain). A candidate that
    starts more than ``late_window`` after the first one is a consequence, not the root.
 5. Ranking: precedence, then earliest time, then explained events, then a stable tie-break.
-   Candidates of equal precedence closer than ``ambiguity_window`` cannot be ranked apart: the
+   Candidates whose precedence is within ``ambiguity_precedence`` of the top one and whose start is
+   closer than ``ambiguity_window`` cannot be ranked apart: the
    outcome is ``ambiguous``. With no candidate it is ``unattributed``.
 """
 
@@ -116,7 +117,9 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
     tied = [
         c
         for c in candidates[1:]
-        if c.precedence == top.precedence and abs(c.first - top.first) <= settings.ambiguity_window
+        if top.precedence - c.precedence <= settings.ambiguity_precedence
+        and abs(c.first - top.first) <= settings.ambiguity_window
+        and c.nodes != top.nodes  # on the same nodes it is one fault seen twice: rank it
     ]
     chosen = [top, *tied]
     for candidate in chosen:

@@ -234,7 +234,8 @@ class Settings:
     """Engine settings a rule set may change (``settings:`` in any rule file)."""
 
     scope_margin: float = 300.0  # seconds around the attempt's window in which system events count
-    ambiguity_window: float = 5.0  # causes of equal precedence this close cannot be ranked apart
+    ambiguity_window: float = 5.0  # causes of (about) equal precedence this close cannot be ranked apart
+    ambiguity_precedence: int = 5  # "about equal": this far below the top cause's precedence, at most
     late_window: float = 900.0  # a cause starting this long after the first cause is not the root
     evidence_cap: int = 40
     symptom_evidence_per_rule: int = 3
