@@ -119,17 +119,14 @@ def test_another_jobs_lines_in_a_shared_slurmd_log_do_not_count(tmp_path):
 
 
 def test_two_hardware_faults_of_about_equal_weight_a_second_apart_are_ambiguous(tmp_path):
-    logs = {
-        "node02/syslog.log": [
-            "Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
-        ],
-        "node03/syslog.log": [
-            "Nov  2 10:14:08 node03 kernel: pcieport 0000:15:03.0: AER: Uncorrected (Fatal) error received"
-        ],
-    }
-    result = diagnose_bundle(write_bundle(tmp_path / "a", logs=logs))
+    xid = "Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
+    ecc = [
+        "[2026-11-02 10:14:08,000] step 7",
+        "[rank17]: RuntimeError: CUDA error: uncorrectable ECC error encountered",
+    ]
+    result = diagnose_bundle(write_bundle(tmp_path / "a", logs={"node02/syslog.log": [xid], "node03/train.log": ecc}))
     assert (result["outcome"], result["domain"]) == ("ambiguous", "hardware")
     assert sorted(n for c in result["candidates"] for n in c["nodes"]) == ["node02", "node03"]
-    logs["node03/syslog.log"] = ["Nov  2 10:14:08 node03 kernel: Out of memory: Killed process 4242 (python3)"]
-    result = diagnose_bundle(write_bundle(tmp_path / "b", logs=logs))
+    oom = ["Nov  2 10:14:08 node03 kernel: Out of memory: Killed process 4242 (python3)"]
+    result = diagnose_bundle(write_bundle(tmp_path / "b", logs={"node02/syslog.log": [xid], "node03/syslog.log": oom}))
     assert (result["outcome"], result["subdomain"]) == ("attributed", "gpu.bus")
