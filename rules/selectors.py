@@ -44,7 +44,8 @@ def _pack_engine(text: str) -> Engine:
 
 def _database_ready() -> bool:
     name = connection.settings_dict["NAME"]
-    if connection.vendor == "sqlite" and str(name) != ":memory:" and not Path(name).exists():
+    in_memory = str(name) == ":memory:" or str(name).startswith("file:")
+    if connection.vendor == "sqlite" and not in_memory and not Path(name).exists():
         return False  # not created yet; connecting would create it
     try:
         return "rules_rulesetrevision" in connection.introspection.table_names()
