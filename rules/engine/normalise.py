@@ -33,6 +33,8 @@ DMESG_T = re.compile(r"^\[[A-Z][a-z]{2} ([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\
 UPTIME = re.compile(r"^\[\s*(\d{1,10})\.(\d{1,9})\]\s?")
 GLOG = re.compile(r"^\[?([IWEF])(\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\b")
 EMBEDDED = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
+SYSLOG_PRIORITY = re.compile(r"^<\d{1,3}>(?:1 )?")  # a raw syslog (RFC 3164/5424) line's <PRI> and version
+CRI_STREAM = re.compile(r"^(?:stdout|stderr) [FP] ")  # a container runtime log's stream and tag, after the time
 HOST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,252}) (?=[\w./@()-]+(?:\[\d+\])?: )")
 # The NCCL log prefix names the host: "dgx-0473:2814086:2814172 [6] NCCL WARN ..."
 NCCL_HOST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,252}):\d+:\d+ \[\d+\] ")
@@ -113,10 +115,14 @@ def parse_line(line: str, clock: Clock, system: bool) -> Parsed:
         rest = rest[match.end() :]
     time = uptime = None
     host = None
+    if system and (match := SYSLOG_PRIORITY.match(rest)):
+        rest = rest[match.end() :]
     if match := ISO.match(rest):
         y, mo, d, h, mi, s, frac, off = match.groups()
         time = clock.at(int(y), int(mo), int(d), int(h), int(mi), int(s), frac, off)
         rest = rest[match.end() :]
+        if match := CRI_STREAM.match(rest):
+            rest = rest[match.end() :]
     elif match := SYSLOG.match(rest):
         month = MONTHS.get(match.group(1))
         if month:

@@ -51,6 +51,14 @@ def clock():
             None,
         ),
         ("  time      : 2026-11-02_10:14:07", False, utc(2026, 11, 2, 10, 14, 7), None),
+        ("<4>1 2026-11-02T10:14:07Z node02 kernel: NVRM: Xid", True, utc(2026, 11, 2, 10, 14, 7), "kernel: NVRM: Xid"),
+        ("2026-11-02T10:14:07,250000+00:00 node02 kernel: x", True, utc(2026, 11, 2, 10, 14, 7, 250000), "kernel: x"),
+        (
+            "2026-11-02T10:14:07.123456789Z stderr F KeyError: 'labels'",
+            False,
+            utc(2026, 11, 2, 10, 14, 7, 123457),
+            "KeyError: 'labels'",
+        ),
     ],
 )
 def test_timestamp_forms(clock, line, system, expected, message):
