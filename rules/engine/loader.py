@@ -366,6 +366,9 @@ class _Builder:
                 reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
                 self.error(file, item.line, "pattern", f"not a valid RE2 pattern: {reason}", rule)
                 continue
+            if regex.search("") is not None:
+                self.error(file, item.line, "pattern", "matches an empty line, so it would match every line", rule)
+                continue
             texts.append(item.value)
             compiled.append(regex)
         return tuple(texts), tuple(compiled)

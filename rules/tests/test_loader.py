@@ -72,6 +72,7 @@ def test_the_digest_changes_with_the_text():
         (("tags: [cascade], within", "tags: [cascad], within"), "field 'explains': no rule has the tag 'cascad'"),
         (("within: 1h", "within: soon"), "field 'explains.within': 'soon' is not a duration"),
         (("role: symptom", "role: sympton"), "field 'role': 'sympton' is not one of cause, symptom, context"),
+        (("pattern: 'Watchdog caught", "pattern: '(?:x)?|Watchdog caught"), "matches an empty line"),
         (
             ("where: {xid: {in: [79]}}", "where: {pid: {in: [79]}}"),
             "field 'where.pid': the pattern has no named capture",
