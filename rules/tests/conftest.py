@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from rules.tests.workbench import store_attempts
@@ -29,6 +31,10 @@ def stored(tmp_path, django_capture_on_commit_callbacks):
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
+    # Playwright's sync API keeps an event loop running in the test thread from here on, and Django
+    # refuses database calls in a thread with a running loop unless told that this is safe (it is:
+    # the loop only drives the browser). pytest-django runs these transactional tests last.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     return {
         **browser_type_launch_args,
         "executable_path": CHROMIUM,
