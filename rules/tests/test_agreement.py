@@ -13,12 +13,14 @@ def expect(outcome, domain=None, subdomain=None, nodes=()):
 
 
 def test_a_diagnosis_that_agrees_has_no_differences():
-    assert differences(expect("attributed", "hardware", "gpu.bus", ["n2"]), document("attributed", "hardware", "gpu.bus", ["n2"])) == []  # fmt: skip
+    bus = ("attributed", "hardware", "gpu.bus", ["n2"])
+    assert differences(expect(*bus), document(*bus)) == []
     assert differences(expect("unattributed"), document("unattributed")) == []
 
 
 def test_differences_name_each_part():
-    found = differences(expect("attributed", "hardware", "gpu.bus", ["n2"]), document("attributed", "hardware", "gpu.nvlink", ["n3"]))  # fmt: skip
+    expected = expect("attributed", "hardware", "gpu.bus", ["n2"])
+    found = differences(expected, document("attributed", "hardware", "gpu.nvlink", ["n3"]))
 
     assert found == ["subdomain: expected gpu.bus, got gpu.nvlink", "nodes: expected n2, got n3"]
     assert differences(expect("attributed", "hardware", "gpu.bus"), document("unattributed")) == [
@@ -39,7 +41,7 @@ def test_a_change_is_any_difference_in_outcome_classification_rule_or_nodes():
 
 def test_the_summary_counts_accuracy_by_outcome_node_precision_and_false_attributions():
     pairs = [
-        (expect("attributed", "hardware", "gpu.bus", ["n1"]), document("attributed", "hardware", "gpu.bus", ["n1", "n2"])),
+        (expect("attributed", "hardware", "gpu.bus", ["n1"]), document("attributed", "hardware", "gpu.bus", ["n1", "n2"])),  # noqa: E501
         (expect("attributed", "hardware", "gpu.thermal", ["n4"]), document("unattributed")),
         (expect("unattributed"), document("attributed", "network", "switch", [])),
         (expect("unattributed"), document("unattributed")),

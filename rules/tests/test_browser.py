@@ -164,4 +164,5 @@ def test_viewers_and_triagers_cannot_change_rules_in_the_browser(page, live_serv
         headers={"X-CSRFToken": csrf, "Referer": base},
     )
     assert (posted.status, api.status) == (403, 403)
-    assert RuleSetRevision.objects.count() == 1 and Activation.objects.count() == 1
+    assert RuleSetRevision.objects.count() == 1
+    assert Activation.objects.count() == 1

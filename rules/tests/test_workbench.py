@@ -96,7 +96,8 @@ def test_a_rollback_is_the_activation_of_an_older_revision(django_user_model):
 
     rollback = services.revision_activate(revision=first, user=editor, message="too many changes")
 
-    assert rollback.is_rollback and rollback.previous == draft
+    assert rollback.is_rollback
+    assert rollback.previous == draft
     assert list(RuleSetRevision.objects.filter(active=True)) == [first]
     log = [(a.revision.number, a.previous and a.previous.number, a.message) for a in selectors.activation_list()]
     assert log == [(1, 2, "too many changes"), (2, 1, "thermal rule"), (1, None, "The default rule pack")]
@@ -115,8 +116,10 @@ def test_the_diff_shows_the_added_rule_escaped():
     table = selectors.revision_diff(first, draft)
 
     assert selectors.revision_diff_stats(first, draft) == (len((THERMAL_RULE + "# <b>bold</b>\n").splitlines()), 0)
-    assert "site.gpu.thermal" in table and 'class="diff_add"' in table
-    assert "&lt;b&gt;bold&lt;/b&gt;" in table and "<b>bold</b>" not in table
+    assert "site.gpu.thermal" in table
+    assert 'class="diff_add"' in table
+    assert "&lt;b&gt;bold&lt;/b&gt;" in table
+    assert "<b>bold</b>" not in table
 
 
 # Regression cases --------------------------------------------------------------------------------
@@ -151,7 +154,8 @@ def test_a_case_keeps_a_copy_of_the_bundle_and_the_reviewed_diagnosis(stored, dj
     assert (bundle_root / thermal.bundle / "attempt.json").is_file()
     Attempt.objects.filter(pk=stored["thermal"].pk).delete()
     thermal.refresh_from_db()
-    assert thermal.attempt is None and (bundle_root / thermal.bundle / "attempt.json").is_file()
+    assert thermal.attempt is None
+    assert (bundle_root / thermal.bundle / "attempt.json").is_file()
     with pytest.raises(CaseRejected, match="already exists"):
         case_promote(attempt=stored["bus"])
 
@@ -176,9 +180,11 @@ def test_cases_pass_or_fail_against_a_revision(stored, django_user_model):
     with_pack = {r.name: r for r in cases_run(engine=selectors.revision_engine(services.active_revision()))}
     with_rule = {r.name: r for r in cases_run(engine=selectors.revision_engine(thermal_draft()))}
 
-    assert with_pack["dgx-a/1#0"].passed and not with_pack["thermal"].passed
+    assert with_pack["dgx-a/1#0"].passed
+    assert not with_pack["thermal"].passed
     assert with_pack["thermal"].problems[0] == "outcome: expected attributed, got unattributed"
-    assert with_rule["dgx-a/1#0"].passed and with_rule["thermal"].passed
+    assert with_rule["dgx-a/1#0"].passed
+    assert with_rule["thermal"].passed
 
 
 def test_test_rules_exits_non_zero_when_a_case_fails(stored, django_user_model, tmp_path):
@@ -241,7 +247,8 @@ def test_a_backtest_shows_the_changed_diagnoses_and_the_agreement_with_reviews(
     assert change["attempt"] == stored["thermal"].pk
     assert change["before"]["outcome"] == "unattributed"
     assert change["after"] == {
-        "outcome": "attributed", "domain": "hardware", "subdomain": "gpu.thermal", "rule": "site.gpu.thermal", "nodes": [hot]
+        "outcome": "attributed", "domain": "hardware", "subdomain": "gpu.thermal", "rule": "site.gpu.thermal",
+        "nodes": [hot],
     }  # fmt: skip
     before, after = result["agreement"]["before"], result["agreement"]["after"]
     assert result["agreement"]["reviewed"] == 2
@@ -272,7 +279,8 @@ def test_a_run_is_bounded_in_attempts_and_in_time(stored, settings, django_captu
     with django_capture_on_commit_callbacks(execute=True):
         timed = start(BatchRun.Kind.BACKTEST, thermal_draft())
     timed.refresh_from_db()
-    assert timed.state == "done" and timed.done < 3
+    assert timed.state == "done"
+    assert timed.done < 3
     assert timed.stopped_reason.startswith("stopped at the time limit (0 s)")
 
 
@@ -317,7 +325,8 @@ def test_a_reanalysis_stops_when_another_revision_is_activated(stored, django_ca
 
     finished = batches.batch_execute(run_id=run.pk)
 
-    assert finished.done == 0 and "was activated meanwhile" in finished.stopped_reason
+    assert finished.done == 0
+    assert "was activated meanwhile" in finished.stopped_reason
 
 
 # Moving rule sets between installations ----------------------------------------------------------
@@ -347,7 +356,8 @@ def test_import_refuses_rules_that_do_not_load(tmp_path):
     )  # fmt: skip
 
     assert result.returncode == 2
-    assert "broken.yaml" in result.stderr and "x.yaml:2: rule" in result.stderr
+    assert "broken.yaml" in result.stderr
+    assert "x.yaml:2: rule" in result.stderr
 
 
 def _env():
