@@ -17,7 +17,7 @@ from rules.models import Activation, RuleSet, RuleSetRevision
 class RuleSetRevisionSummarySerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:revision-detail")
     ruleset = serializers.SlugRelatedField(slug_field="name", queryset=RuleSet.objects.all())
-    author = serializers.CharField(source="author.username", read_only=True, default=None)
+    author = serializers.CharField(source="author.username", read_only=True, default=None, allow_null=True)
     parent = serializers.PrimaryKeyRelatedField(
         queryset=RuleSetRevision.objects.all(), required=False, allow_null=True, help_text="The revision it starts from"
     )
@@ -56,7 +56,7 @@ class RuleSetSerializer(serializers.ModelSerializer):
 
 class ActivationSerializer(serializers.ModelSerializer):
     ruleset = serializers.CharField(source="ruleset.name")
-    user = serializers.CharField(source="user.username", default=None)
+    user = serializers.CharField(source="user.username", default=None, allow_null=True)
 
     class Meta:
         model = Activation
