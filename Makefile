@@ -28,9 +28,10 @@ run: $(STAMP) ## Run Faultline on http://localhost:8000 with demo data (SQLite i
 # Tests use PostgreSQL (pytest-django creates test_<name>) and Redis (the worker test's broker).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
 
-test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Prometheus when they are not running)
+test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Prometheus, installs Chromium, when missing)
 	scripts/services.sh
 	scripts/slurm.sh
+	scripts/browser.sh
 	PYTHON=$(BIN)/python scripts/prometheus.sh
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest
 

@@ -1,14 +1,16 @@
 """Reads for rule sets, and the engines that run them."""
 
+import difflib
 from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 
 from rules.engine import Engine
 from rules.engines import ENGINE_CACHE, engine_for
-from rules.models import RuleSetRevision
+from rules.models import Activation, RuleSet, RuleSetRevision
 from rules.revisions import compile_revision, pack_text
 
 DEFAULT_RULESET = "default"
@@ -51,3 +53,52 @@ def _database_ready() -> bool:
         return "rules_rulesetrevision" in connection.introspection.table_names()
     except DatabaseError:
         return False
+
+
+def ruleset_list() -> QuerySet[RuleSet]:
+    """Rule sets with their number of revisions and active revision number."""
+    active = RuleSetRevision.objects.filter(ruleset=OuterRef("pk"), active=True)
+    return RuleSet.objects.annotate(
+        revision_count=Count("revisions"), active_number=Subquery(active.values("number")[:1])
+    )
+
+
+def revision_list(ruleset: RuleSet) -> QuerySet[RuleSetRevision]:
+    return ruleset.revisions.select_related("author", "parent").defer("text")
+
+
+def revision_get(ruleset_name: str, number: int) -> RuleSetRevision | None:
+    return (
+        RuleSetRevision.objects.select_related("ruleset", "author", "parent")
+        .filter(ruleset__name=ruleset_name, number=number)
+        .first()
+    )
+
+
+def activation_list(ruleset: RuleSet | None = None) -> QuerySet[Activation]:
+    activations = Activation.objects.select_related("ruleset", "revision", "previous", "user")
+    return activations if ruleset is None else activations.filter(ruleset=ruleset)
+
+
+def revision_diff(old: RuleSetRevision, new: RuleSetRevision, context: int = 3) -> str:
+    """The two texts side by side as an HTML table (``difflib.HtmlDiff``, which escapes the text);
+    only the changed lines and ``context`` lines around them."""
+    return difflib.HtmlDiff(tabsize=4, wrapcolumn=100).make_table(
+        old.text.splitlines(),
+        new.text.splitlines(),
+        fromdesc=f"r{old.number}",
+        todesc=f"r{new.number}",
+        context=True,
+        numlines=context,
+    )
+
+
+def revision_diff_stats(old: RuleSetRevision, new: RuleSetRevision) -> tuple[int, int]:
+    """(lines added, lines removed) from ``old`` to ``new``."""
+    added = removed = 0
+    for line in difflib.unified_diff(old.text.splitlines(), new.text.splitlines(), lineterm="", n=0):
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed

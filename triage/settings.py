@@ -118,6 +118,10 @@ FAULTLINE_BUNDLE_MAX_FILES = env_int("FAULTLINE_BUNDLE_MAX_FILES", 10_000)
 FAULTLINE_GATHER_RETRIES = env_int("FAULTLINE_GATHER_RETRIES", 5)
 FAULTLINE_STUCK_AFTER = env_int("FAULTLINE_STUCK_AFTER", CELERY_TASK_TIME_LIMIT + 60)
 FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
+# The rule workbench's backtests and reanalyses: at most this many attempts, stopped after this many
+# seconds (keep it below FAULTLINE_TASK_SOFT_TIME_LIMIT).
+FAULTLINE_BATCH_MAX_ATTEMPTS = env_int("FAULTLINE_BATCH_MAX_ATTEMPTS", 2000)
+FAULTLINE_BATCH_TIME_LIMIT = env_int("FAULTLINE_BATCH_TIME_LIMIT", 240)
 
 # The API: token or session authentication everywhere, one error format (triage/api.py).
 REST_FRAMEWORK = {

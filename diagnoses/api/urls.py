@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from diagnoses.api import views
+from rules import api as rules_api
 
 app_name = "api"
 
@@ -13,5 +14,8 @@ router.register("diagnoses", views.DiagnosisViewSet, basename="diagnosis")
 router.register("evidence", views.EvidenceViewSet, basename="evidence")
 router.register("events", views.NodeEventViewSet, basename="event")
 router.register("reviews", views.ReviewViewSet, basename="review")
+router.register("rulesets", rules_api.RuleSetViewSet, basename="ruleset")
+router.register("revisions", rules_api.RevisionViewSet, basename="revision")
+router.register("activations", rules_api.ActivationViewSet, basename="activation")
 
 urlpatterns = [path("analyze", views.AnalyzeView.as_view(), name="analyze"), *router.urls]
