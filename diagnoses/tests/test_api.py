@@ -1,9 +1,6 @@
 """The REST API: authentication everywhere, roles, filters, pagination, uploads, the error format."""
 
 import io
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -15,10 +12,10 @@ from diagnoses import services
 from diagnoses.models import Attempt, Diagnosis, Review
 from diagnoses.tests.bundles import START, tar_gz
 from diagnoses.tests.conftest import staging_left, stored_bundles
+from rules.tests.bundles import diagnose_command
 from triage.roles import TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db
-BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def client_for(role: str | None, name: str = "") -> APIClient:
@@ -347,15 +344,13 @@ def test_an_inconsistent_review_is_a_400_naming_the_field(triager, stored, body,
 
 def test_analyze_returns_what_the_diagnose_command_prints_and_stores_nothing(viewer, make_bundle, bundle_root):
     bundle = make_bundle()
-    printed = subprocess.run(
-        [sys.executable, "manage.py", "diagnose", str(bundle)], cwd=BASE_DIR, capture_output=True, check=True
-    ).stdout
+    printed = diagnose_command(str(bundle))
 
     response = viewer.post("/api/v1/analyze", data=tar_gz(bundle), content_type="application/gzip")
 
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
-    assert response.content == printed
+    assert response.content.decode() == printed.stdout
     assert not Attempt.objects.exists()
     assert stored_bundles(bundle_root) == []
     assert staging_left(bundle_root) == []

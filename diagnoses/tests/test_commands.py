@@ -1,18 +1,15 @@
 """ingest, export-bundle (then diagnose: the same bytes), reanalyse and load_demo."""
 
-import subprocess
-import sys
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from diagnoses.models import Attempt, Diagnosis
 from diagnoses.tests.bundles import START
+from rules.tests.bundles import diagnose_command
 
 pytestmark = pytest.mark.django_db(transaction=True)  # commands commit, and analysis runs on commit
-BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def run(*args) -> str:
@@ -61,11 +58,10 @@ def test_an_exported_bundle_diagnoses_to_the_stored_diagnosis_byte_for_byte(make
     out = tmp_path / "exported"
 
     run("export-bundle", "dgx-a/48213#0", str(out))
-    printed = subprocess.run(
-        [sys.executable, "manage.py", "diagnose", str(out)], cwd=BASE_DIR, capture_output=True, check=True
-    ).stdout
+    printed = diagnose_command(str(out))
 
-    assert printed.decode() == attempt.current_diagnosis.document_json
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == attempt.current_diagnosis.document_json
 
 
 def test_export_refuses_an_unknown_attempt_or_an_existing_folder(make_bundle, tmp_path):

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from connectors.localfiles import load_bundle
 from rules.engine import Engine, load_rules
 
-DEFAULT_PACK = Path(__file__).resolve().parents[1] / "packs" / "default"
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_PACK = ROOT / "rules" / "packs" / "default"
 NODES = ["node01", "node02", "node03", "node04"]
 
 _engines: dict[str, Engine] = {}
@@ -84,3 +88,13 @@ def query_range(name: str, series: list[tuple[dict, list[tuple[float, float]]]])
             ],
         },
     }
+
+
+def diagnose_command(*args: str) -> subprocess.CompletedProcess:
+    """Run ``manage.py diagnose`` as a process, as a user would, with no database to read a rule set
+    from: it uses the default pack, the rule set a fresh store starts with (revision 1)."""
+    environment = {**os.environ, "DATABASE_URL": "sqlite:////nonexistent/faultline.sqlite3"}
+    return subprocess.run(
+        [sys.executable, "manage.py", "diagnose", *args], cwd=ROOT, env=environment, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip

@@ -1,24 +1,15 @@
 """`manage.py diagnose` as CONTRACTS.md section 4 specifies it: run as a real process, no database."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from rules.tests.bundles import write_bundle
+from rules.tests.bundles import diagnose_command, write_bundle
 
-ROOT = Path(__file__).resolve().parents[2]
 XID_79 = {
     "node02/syslog.log": ["Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."]
 }
-
-
-def diagnose(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", "diagnose", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+diagnose = diagnose_command
 
 
 def test_prints_the_diagnosis_json_and_exits_0(tmp_path):
