@@ -1,6 +1,7 @@
 """``manage.py demo_bundle``: writes one demo bundle, lists the kinds, never clobbers a foreign directory."""
 
 import io
+import json
 
 import pytest
 from django.core.management import call_command
@@ -57,3 +58,22 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, args, message):
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_demo_cases_writes_every_kind_with_its_intended_diagnosis(tmp_path):
+    out = io.StringIO()
+    call_command("demo_cases", str(tmp_path / "cases"), "--seeds", "1", stdout=out)
+
+    cases = sorted((tmp_path / "cases").iterdir())
+    assert [case.name for case in cases] == [f"{kind}-1" for kind in sorted(KINDS)]
+    expected = json.loads((tmp_path / "cases" / "gpu-fallen-off-bus-1" / "expected.json").read_text())
+    assert (expected["outcome"], expected["subdomain"]) == ("attributed", "gpu.bus")
+    assert len(expected["nodes"]) == 1
+
+
+def test_demo_cases_refuses_a_directory_holding_other_things(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit) as exited:
+        call_command("demo_cases", str(tmp_path), "--seeds", "1")
+    assert exited.value.code == 2
+    assert (tmp_path / "notes.txt").exists()
