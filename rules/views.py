@@ -352,51 +352,25 @@ def _limit(request) -> int | None:
 @require_http_methods(["GET", "POST"])
 def revision_backtest(request, name: str, number: int):
     revision = _revision(name, number)
-    filters, error = _filter_form(request), ""
-    if request.method == "POST":
-        if not _can(request, permissions.RUN_BATCH):
-            raise PermissionDenied
-        try:
-            run = batch_start(
-                kind=BatchRun.Kind.BACKTEST,
-                revision=revision,
-                filters=filters,
-                user=request.user,
-                limit=_limit(request),
-            )
-        except FilterRejected as exc:
-            error = str(exc)
-        else:
-            return redirect("rules:run", pk=run.pk)
-    context = {
-        "revision": revision,
-        "filters": filters,
-        "error": error,
-        "outcomes": Diagnosis.Outcome.choices,
-        "clusters": diagnoses_selectors.cluster_list(),
-        "runs": revision.batch_runs.filter(kind=BatchRun.Kind.BACKTEST)[:10],
-        "can_run": _can(request, permissions.RUN_BATCH),
-        "maximum": settings.FAULTLINE_BATCH_MAX_ATTEMPTS,
-    }
-    return render(request, "rules/revision_backtest.html", context, status=400 if error else 200)
+    runs = revision.batch_runs.filter(kind=BatchRun.Kind.BACKTEST)[:10]
+    return _batch_page(request, BatchRun.Kind.BACKTEST, revision, runs, "rules/revision_backtest.html")
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def reanalyse(request):
-    revision = services.active_revision()
+    runs = BatchRun.objects.filter(kind=BatchRun.Kind.REANALYSIS).select_related("revision__ruleset")[:10]
+    return _batch_page(request, BatchRun.Kind.REANALYSIS, services.active_revision(), runs, "rules/reanalyse.html")
+
+
+def _batch_page(request, kind: str, revision, runs, template: str):
+    """A backtest's or a reanalysis's page: the filter form, and on POST the run it starts."""
     filters, error = _filter_form(request), ""
     if request.method == "POST":
         if not _can(request, permissions.RUN_BATCH):
             raise PermissionDenied
         try:
-            run = batch_start(
-                kind=BatchRun.Kind.REANALYSIS,
-                revision=revision,
-                filters=filters,
-                user=request.user,
-                limit=_limit(request),
-            )
+            run = batch_start(kind=kind, revision=revision, filters=filters, user=request.user, limit=_limit(request))
         except FilterRejected as exc:
             error = str(exc)
         else:
@@ -407,11 +381,11 @@ def reanalyse(request):
         "error": error,
         "outcomes": Diagnosis.Outcome.choices,
         "clusters": diagnoses_selectors.cluster_list(),
-        "runs": BatchRun.objects.filter(kind=BatchRun.Kind.REANALYSIS).select_related("revision__ruleset")[:10],
+        "runs": runs,
         "can_run": _can(request, permissions.RUN_BATCH),
         "maximum": settings.FAULTLINE_BATCH_MAX_ATTEMPTS,
     }
-    return render(request, "rules/reanalyse.html", context, status=400 if error else 200)
+    return render(request, template, context, status=400 if error else 200)
 
 
 @login_required
