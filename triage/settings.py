@@ -103,6 +103,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "diagnoses.tasks.reap_stuck_attempts",
         "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
     },
+    # Discovery: every tick, each enabled cluster whose poll is due is polled (its own interval, backoff).
+    "poll-clusters": {
+        "task": "diagnoses.tasks.poll_clusters",
+        "schedule": float(env_int("FAULTLINE_DISCOVERY_TICK", 15)),
+    },
 }
 
 # Faultline
@@ -118,6 +123,12 @@ FAULTLINE_BUNDLE_MAX_FILES = env_int("FAULTLINE_BUNDLE_MAX_FILES", 10_000)
 FAULTLINE_GATHER_RETRIES = env_int("FAULTLINE_GATHER_RETRIES", 5)
 FAULTLINE_STUCK_AFTER = env_int("FAULTLINE_STUCK_AFTER", CELERY_TASK_TIME_LIMIT + 60)
 FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
+# Discovery: a cluster whose poll fails, or a log or metric source that fails, is backed off
+# exponentially (the poll interval, or FAULTLINE_SOURCE_BACKOFF seconds, doubled per failure) up to
+# FAULTLINE_BACKOFF_MAX seconds. Connector kinds beyond the built-in ones: dotted paths allowed here.
+FAULTLINE_SOURCE_BACKOFF = env_int("FAULTLINE_SOURCE_BACKOFF", 60)
+FAULTLINE_BACKOFF_MAX = env_int("FAULTLINE_BACKOFF_MAX", 3600)
+FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
 
 # The API: token or session authentication everywhere, one error format (triage/api.py).
 REST_FRAMEWORK = {
