@@ -396,12 +396,20 @@ def clusters_poll_due() -> list[int]:
         )
         if moved:
             queued.append(cluster.pk)
-    if queued:
-        from diagnoses.tasks import poll_cluster  # tasks call services; import here to avoid the cycle
-
-        for cluster_id in queued:
-            transaction.on_commit(lambda cluster_id=cluster_id: poll_cluster.delay(cluster_id), robust=True)
+    for cluster_id in queued:
+        _poll_on_commit(cluster_id)
     return queued
+
+
+def cluster_poll_now(*, cluster: Cluster) -> None:
+    """Queue a poll of the cluster now, whatever its schedule or backoff."""
+    _poll_on_commit(cluster.pk)
+
+
+def _poll_on_commit(cluster_id: int) -> None:
+    from diagnoses.tasks import poll_cluster  # tasks call services; import here to avoid the cycle
+
+    transaction.on_commit(lambda: poll_cluster.delay(cluster_id), robust=True)
 
 
 def cluster_poll(*, cluster_id: int) -> int | None:
