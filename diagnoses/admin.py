@@ -42,14 +42,14 @@ class ClusterAdmin(admin.ModelAdmin):
     actions = ["poll_now"]
 
     def save_model(self, request, obj, form, change):
-        services.cluster_save(cluster=obj, changed=form.changed_data)
+        services.cluster_save(cluster=obj)
 
     def save_formset(self, request, form, formset, change):
         formset.save(commit=False)
         for source in formset.deleted_objects:
             source.delete()
-        for source, changed in [*((new, ()) for new in formset.new_objects), *formset.changed_objects]:
-            services.source_save(source=source, changed=changed)
+        for source in [*formset.new_objects, *(changed for changed, _ in formset.changed_objects)]:
+            services.source_save(source=source)
 
     @admin.action(description="Poll the selected clusters now", permissions=["change"])
     def poll_now(self, request, queryset):

@@ -57,10 +57,10 @@ def _build(kind: str, role: str, name: str, values):
         cls = connector_class(kind)
     except ConnectorError as exc:
         raise UnusableKind(str(exc)) from None
-    connector = cls(name, values)
-    if not isinstance(connector, ROLES[role]):
-        raise UnusableKind(f"{kind!r} is not a {role} connector")
-    return connector
+    methods = [name for name, value in vars(ROLES[role]).items() if callable(value) and not name.startswith("_")]
+    if not all(callable(getattr(cls, method, None)) for method in methods):
+        raise UnusableKind(f"{kind!r} is not a {role} connector (it lacks {', '.join(methods)})")
+    return cls(name, values)
 
 
 def check_cluster(cluster) -> None:

@@ -323,7 +323,6 @@ def cluster_configure(*, cluster: Cluster | None = None, sources: list[dict] | N
     by name keeps its health). Every problem is raised at once as a ``ValidationError`` whose keys are
     field paths (``scheduler_settings``, ``sources.1.settings``), each naming the setting at fault."""
     cluster = cluster or Cluster()
-    changed = {name for name, value in fields.items() if getattr(cluster, name) != value}
     for name, value in fields.items():
         setattr(cluster, name, value)
     errors: dict[str, list] = {}
@@ -331,54 +330,58 @@ def cluster_configure(*, cluster: Cluster | None = None, sources: list[dict] | N
         cluster.full_clean(exclude=[f.name for f in Cluster._meta.fields if f.name not in Cluster.CONFIGURATION])
     except ValidationError as exc:
         errors.update(exc.error_dict)
-    rows: list[tuple[Source, set[str]]] = []
+    rows: list[Source] = []
     if sources is not None:
         kept = {source.name: source for source in cluster.sources.all()} if cluster.pk else {}
         for index, item in enumerate(sources):
             row = kept.pop(item.get("name"), None) or Source()
             row.cluster = cluster
-            values = {name: item.get(name, getattr(row, name)) for name in ("role", "name", "kind", "settings")}
-            rows.append((row, {name for name, value in values.items() if getattr(row, name) != value}))
-            for name, value in values.items():
-                setattr(row, name, value)
+            for name in ("role", "name", "kind", "settings"):
+                setattr(row, name, item.get(name, getattr(row, name)))
+            rows.append(row)
             row.position = index
             try:
                 row.full_clean(exclude=["cluster"], validate_constraints=False)
             except ValidationError as exc:
                 errors.update({f"sources.{index}.{field}": problems for field, problems in exc.error_dict.items()})
-            if [other.name for other, _ in rows].count(row.name) > 1:
+            if [other.name for other in rows].count(row.name) > 1:
                 errors[f"sources.{index}.name"] = [ValidationError(f"a second source named {row.name!r}")]
     if errors:
         raise ValidationError(errors)
     with transaction.atomic():
-        cluster_save(cluster=cluster, changed=changed)
+        cluster_save(cluster=cluster)
         if sources is not None:
-            cluster.sources.exclude(pk__in=[row.pk for row, _ in rows if row.pk]).delete()
-            for row, row_changed in rows:
-                source_save(source=row, changed=row_changed)
+            cluster.sources.exclude(pk__in=[row.pk for row in rows if row.pk]).delete()
+            for row in rows:
+                source_save(source=row)
     return cluster
 
 
-def cluster_save(*, cluster: Cluster, changed) -> None:
+def cluster_save(*, cluster: Cluster) -> None:
     """Save a cluster's configuration only (a poll ending meanwhile keeps its state). A changed scheduler
     is due at once, without backoff, and from a fresh cursor when its kind changed."""
     fields = list(Cluster.CONFIGURATION)
-    if cluster.pk and {"connector", "scheduler_settings"} & set(changed):
+    before = Cluster.objects.filter(pk=cluster.pk).values("connector", "scheduler_settings").first()
+    if before and (before["connector"], before["scheduler_settings"]) != (
+        cluster.connector,
+        cluster.scheduler_settings,
+    ):
         cluster.next_poll, cluster.failures = None, 0
         fields += ["next_poll", "failures"]
-        if "connector" in changed:
+        if before["connector"] != cluster.connector:
             cluster.cursor = ""
             fields.append("cursor")
-    cluster.save(update_fields=fields if cluster.pk else None)
+    cluster.save(update_fields=fields if before else None)
 
 
-def source_save(*, source: Source, changed) -> None:
+def source_save(*, source: Source) -> None:
     """Save a source's configuration only; a changed kind or settings ends its backoff."""
     fields = list(Source.CONFIGURATION)
-    if source.pk and {"kind", "settings"} & set(changed):
+    before = Source.objects.filter(pk=source.pk).values("kind", "settings").first()
+    if before and (before["kind"], before["settings"]) != (source.kind, source.settings):
         source.failures, source.retry_after = 0, None
         fields += ["failures", "retry_after"]
-    source.save(update_fields=fields if source.pk else None)
+    source.save(update_fields=fields if before else None)
 
 
 def clusters_poll_due() -> list[int]:
