@@ -18,9 +18,13 @@ def cluster_list() -> QuerySet[Cluster]:
 def cluster_status_list() -> QuerySet[Cluster]:
     """Clusters with their sources and their attempts' analysis backlog (``pending``, ``failed``)."""
     waiting = [Attempt.Analysis.QUEUED, Attempt.Analysis.ANALYSING]
-    return Cluster.objects.prefetch_related("sources").annotate(
-        pending=Count("attempts", filter=Q(attempts__analysis_state__in=waiting)),
-        failed=Count("attempts", filter=Q(attempts__analysis_state=Attempt.Analysis.FAILED)),
+    return (
+        Cluster.objects.prefetch_related("sources")
+        .annotate(
+            pending=Count("attempts", filter=Q(attempts__analysis_state__in=waiting)),
+            failed=Count("attempts", filter=Q(attempts__analysis_state=Attempt.Analysis.FAILED)),
+        )
+        .order_by("name")  # Meta.ordering does not apply to a query with aggregates
     )
 
 
