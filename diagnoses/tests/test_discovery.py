@@ -277,7 +277,13 @@ def test_the_api_shows_the_status_and_an_admin_polls_now(drop, django_capture_on
 
 
 @pytest.mark.prometheus
-def test_a_discovered_attempt_is_diagnosed_from_prometheus_metrics(drop, polled, tmp_path, bundle_root, prometheus_url):
+def test_a_discovered_attempt_is_diagnosed_from_prometheus_metrics(
+    drop,
+    polled,
+    tmp_path,
+    bundle_root,
+    prometheus_url,  # noqa: F811 (the fixture imported above)
+):
     cluster = folder_cluster(drop, sources=[{"role": "metrics", "name": "prom", "kind": "prometheus",
                                              "settings": {"url": prometheus_url}}])  # fmt: skip
     bundle = write_bundle(drop, job_id="77", nodes=("node02",), faulty=None, start=PROMETHEUS_START)
