@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from connectors.tests.test_prometheus_server import END as PROMETHEUS_END
 from connectors.tests.test_prometheus_server import START as PROMETHEUS_START
-from connectors.tests.test_prometheus_server import prometheus_url  # noqa: F401 (a fixture)
 from diagnoses import services
 from diagnoses.models import Attempt, Cluster, Diagnosis
 from diagnoses.tasks import analyse_attempt, poll_cluster, poll_clusters
@@ -282,7 +281,7 @@ def test_a_discovered_attempt_is_diagnosed_from_prometheus_metrics(
     polled,
     tmp_path,
     bundle_root,
-    prometheus_url,  # noqa: F811 (the fixture imported above)
+    prometheus_url,
 ):
     cluster = folder_cluster(drop, sources=[{"role": "metrics", "name": "prom", "kind": "prometheus",
                                              "settings": {"url": prometheus_url}}])  # fmt: skip

@@ -6,9 +6,6 @@ default ``redis://127.0.0.1:6379/9``, flushed by the test).
 """
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import redis
@@ -17,10 +14,9 @@ from django.db import connection
 from diagnoses.models import Attempt, Cluster
 from diagnoses.tests.bundles import write_bundle
 from diagnoses.tests.discovery import folder_cluster
-from diagnoses.tests.test_worker import wait_for
+from diagnoses.tests.test_worker import database_url, start_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-BASE_DIR = Path(__file__).resolve().parents[2]
 BROKER = os.environ.get("FAULTLINE_TEST_DISCOVERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 
 
@@ -29,19 +25,15 @@ def worker(tmp_path, bundle_root):
     if connection.vendor != "postgresql":
         pytest.skip("the worker shares the test database with this test: it needs PostgreSQL")
     redis.Redis.from_url(BROKER).flushdb()
-    db = connection.settings_dict
     environment = {
         "PATH": os.environ["PATH"],
-        "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+        "DATABASE_URL": database_url(),
         "CELERY_BROKER_URL": BROKER,
         "FAULTLINE_BUNDLE_ROOT": str(bundle_root),
         "FAULTLINE_VAR_DIR": str(tmp_path / "var"),
         "FAULTLINE_DISCOVERY_TICK": "1",
     }
-    command = [sys.executable, "-m", "celery", "-A", "triage", "worker", "--pool=solo", "--loglevel=INFO",
-               "-n", "discovery@%h", "--beat", "--schedule", str(tmp_path / "beat")]  # fmt: skip
-    with open(tmp_path / "worker.log", "wb") as log:
-        process = subprocess.Popen(command, cwd=BASE_DIR, env=environment, stdout=log, stderr=subprocess.STDOUT)
+    process = start_worker("discovery", environment, tmp_path)
     yield process
     process.kill()
     process.wait()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from connectors.tests.test_prometheus_server import prometheus_url  # noqa: F401 (a fixture)
 from connectors.tests.test_slurm_cluster import FAIL_JOB, SLEEP_JOB, run, wait_for
 from diagnoses import services
 from diagnoses.models import Attempt, Diagnosis
@@ -53,7 +52,7 @@ def test_real_slurm_jobs_are_discovered_gathered_diagnosed_and_stored_once(
     prometheus_url,
     django_capture_on_commit_callbacks,
     tmp_path,
-    bundle_root,  # noqa: F811
+    bundle_root,
 ):
     cluster = services.cluster_configure(
         name="slurm-lab",

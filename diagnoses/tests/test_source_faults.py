@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from connectors.tests.loki_double import LokiDouble
-from connectors.tests.test_kueue import cluster  # noqa: F401 (the Kubernetes API double, a fixture)
+from connectors.tests.test_kueue import kubernetes_api
 from diagnoses import services
 from diagnoses.models import Attempt, Cluster, Source
 from diagnoses.tests.bundles import START, write_bundle
@@ -169,13 +169,20 @@ def test_a_scheduler_that_cannot_give_the_attempt_is_a_gap_and_the_record_is_sti
 
 
 @pytest.fixture
-def kueue(cluster, django_capture_on_commit_callbacks):  # noqa: F811 (the fixture imported above)
+def api():
+    double = kubernetes_api()
+    yield double
+    double.close()
+
+
+@pytest.fixture
+def kueue(api, django_capture_on_commit_callbacks):
     """A cluster whose scheduler is Kueue behind the Kubernetes API double; ``poll()`` polls it once."""
     lookback = max(86400.0, (datetime.now(UTC) - datetime(2026, 11, 2, tzinfo=UTC)).total_seconds())
     configured = services.cluster_configure(
         name="k8s-a",
         connector="kueue",
-        scheduler_settings={"host": cluster.url, "backoff": 0, "retries": 1, "lookback_seconds": lookback},
+        scheduler_settings={"host": api.url, "backoff": 0, "retries": 1, "lookback_seconds": lookback},
         enabled=True,
         gather_delay=0,
     )
@@ -190,7 +197,7 @@ def kueue(cluster, django_capture_on_commit_callbacks):  # noqa: F811 (the fixtu
     return poll
 
 
-def test_kueue_workloads_are_discovered_gathered_and_diagnosed_once(kueue, cluster, bundle_root, tmp_path):  # noqa: F811
+def test_kueue_workloads_are_discovered_gathered_and_diagnosed_once(kueue, bundle_root, tmp_path):
     assert kueue() == 2
 
     attempts = {a.job.job_id: a for a in Attempt.objects.select_related("job", "current_diagnosis")}
@@ -205,23 +212,23 @@ def test_kueue_workloads_are_discovered_gathered_and_diagnosed_once(kueue, clust
     assert kueue() == 0
 
 
-def test_an_api_server_that_fails_backs_discovery_off_and_a_recovery_resets_it(kueue, cluster):  # noqa: F811
+def test_an_api_server_that_fails_backs_discovery_off_and_a_recovery_resets_it(kueue, api):
     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "etcdserver: request timed out",
               "reason": "InternalError", "code": 500}  # fmt: skip
-    cluster.faults = [(500, {}, status)] * 2
+    api.faults = [(500, {}, status)] * 2
 
     assert kueue() is None
     assert "etcdserver: request timed out" in kueue.cluster.last_error
     assert kueue.cluster.last_error.endswith("(transient)")
     assert kueue.cluster.failures == 1
 
-    cluster.faults = [(200, {}, b'{"apiVersion": "kueue.x-k8s.io/v1beta1", "items": [')] * 2
+    api.faults = [(200, {}, b'{"apiVersion": "kueue.x-k8s.io/v1beta1", "items": [')] * 2
     assert kueue() is None
     assert kueue.cluster.failures == 2
     waited = (kueue.cluster.next_poll - kueue.cluster.last_poll).total_seconds()
     assert waited == 4 * kueue.cluster.poll_interval
 
-    cluster.faults = []
+    api.faults = []
     assert kueue() == 2
     assert (kueue.cluster.failures, kueue.cluster.last_error) == (0, "")
     assert Cluster.objects.get().last_found == 2
