@@ -146,18 +146,24 @@ def _rank_map(data: dict, nodes: tuple[str, ...], where: str) -> dict[int, str]:
     return {}
 
 
-def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
-    """The events of one ``events/*.json`` file; a BundleError names the entry and field at fault."""
+def _json_objects(path: Path, ref: str, what: str) -> list[dict]:
+    """A bundle file holding a JSON list of objects; a BundleError names the entry at fault."""
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"{ref}: not valid JSON ({exc})") from None
     if not isinstance(data, list):
-        raise BundleError(f"{ref}: expected a JSON list of events")
-    events = []
+        raise BundleError(f"{ref}: expected a JSON list of {what}")
     for index, item in enumerate(data):
         if not isinstance(item, dict):
             raise BundleError(f"{ref}: entry {index}: expected an object")
+    return data
+
+
+def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
+    """The events of one ``events/*.json`` file; a BundleError names the entry and field at fault."""
+    events = []
+    for index, item in enumerate(_json_objects(path, ref, "events")):
         time = item.get("time")
         events.append(
             SchedulerEvent(
@@ -174,16 +180,8 @@ def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
 
 def read_reports(path: Path) -> list[SourceReport]:
     """The reports of a bundle's ``sources.json``: a list of ``{name, kind, status, detail}``."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{SOURCES_FILE}: not valid JSON ({exc})") from None
-    if not isinstance(data, list):
-        raise BundleError(f"{SOURCES_FILE}: expected a JSON list of sources")
     reports = []
-    for index, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise BundleError(f"{SOURCES_FILE}: entry {index}: expected an object")
+    for index, item in enumerate(_json_objects(path, SOURCES_FILE, "sources")):
         fields = {name: _optional_text(item, name, SOURCES_FILE, index) or "" for name in REPORT_FIELDS}
         for name in ("name", "kind"):
             if not fields[name]:
