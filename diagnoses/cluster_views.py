@@ -28,7 +28,8 @@ def cluster_status(request):
         status = selectors.cluster_status(cluster, now=now)
         sources = [{**source, "label": STATES[source["state"]]} for source in status["sources"]]
         rows.append({"cluster": cluster, "status": status, "label": STATES[status["state"]], "sources": sources})
-    context = {"rows": rows, "can_change": request.user.has_perm("diagnoses.change_cluster")}
+    can_change = request.user.is_staff and request.user.has_perm("diagnoses.change_cluster")  # in the admin
+    context = {"rows": rows, "can_change": can_change}
     htmx = request.headers.get("HX-Request") == "true"
     response = render(request, "clusters/status_table.html" if htmx else "clusters/status.html", context)
     patch_vary_headers(response, ["HX-Request"])

@@ -1,4 +1,5 @@
-"""Writes: storing attempts and their bundles, analysing them, recording diagnoses and reviews.
+"""Writes: storing attempts and their bundles, analysing them, recording diagnoses and reviews,
+configuring clusters and polling them (discovery).
 
 Functions are named ``<entity>_<action>`` and take keyword arguments; tasks, commands and API views
 call them. Analysis is enqueued with ``transaction.on_commit`` so a worker never sees a row that is
