@@ -145,9 +145,12 @@ def connector_class(kind: str) -> type:
     if not module_name:
         raise ConnectorError(f"unknown connector kind {kind!r} (known: {', '.join(sorted(KINDS))})", permanent=True)
     try:
-        return getattr(importlib.import_module(module_name), class_name)
+        found = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
         raise ConnectorError(f"connector kind {kind!r}: cannot import {path} ({exc})", permanent=True) from None
+    if not isinstance(found, type):
+        raise ConnectorError(f"connector kind {kind!r}: {path} is not a class", permanent=True)
+    return found
 
 
 def build(kind: str, name: str, settings: Mapping, *, role: str | None = None):

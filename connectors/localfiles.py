@@ -33,6 +33,10 @@ ATTEMPT_FIELDS = {
     "exit_code", "reason", "ranks", "tasks_per_node", "timezone",
 }  # fmt: skip
 REQUIRED_FIELDS = ("cluster", "scheduler", "job_id", "nodes", "start", "end", "state")
+# What the connectors that gathered a bundle could and could not gather (optional, at the bundle's top).
+SOURCES_FILE = "sources.json"
+REPORT_STATUSES = ("ok", "partial", "missing", "unreadable", "error")
+REPORT_FIELDS = ("name", "kind", "status", "detail")
 SCHEDULERS = ("slurm", "kueue", "kubernetes", "static")
 
 
@@ -142,18 +146,24 @@ def _rank_map(data: dict, nodes: tuple[str, ...], where: str) -> dict[int, str]:
     return {}
 
 
-def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
-    """The events of one ``events/*.json`` file; a BundleError names the entry and field at fault."""
+def _json_objects(path: Path, ref: str, what: str) -> list[dict]:
+    """A bundle file holding a JSON list of objects; a BundleError names the entry at fault."""
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"{ref}: not valid JSON ({exc})") from None
     if not isinstance(data, list):
-        raise BundleError(f"{ref}: expected a JSON list of events")
-    events = []
+        raise BundleError(f"{ref}: expected a JSON list of {what}")
     for index, item in enumerate(data):
         if not isinstance(item, dict):
             raise BundleError(f"{ref}: entry {index}: expected an object")
+    return data
+
+
+def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
+    """The events of one ``events/*.json`` file; a BundleError names the entry and field at fault."""
+    events = []
+    for index, item in enumerate(_json_objects(path, ref, "events")):
         time = item.get("time")
         events.append(
             SchedulerEvent(
@@ -166,6 +176,22 @@ def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
             )
         )
     return events
+
+
+def read_reports(path: Path) -> list[SourceReport]:
+    """The reports of a bundle's ``sources.json``: a list of ``{name, kind, status, detail}``."""
+    reports = []
+    for index, item in enumerate(_json_objects(path, SOURCES_FILE, "sources")):
+        fields = {name: _optional_text(item, name, SOURCES_FILE, index) or "" for name in REPORT_FIELDS}
+        for name in ("name", "kind"):
+            if not fields[name]:
+                raise BundleError(f"{SOURCES_FILE}: entry {index}: field {name!r} is required")
+        if fields["status"] not in REPORT_STATUSES:
+            raise BundleError(
+                f"{SOURCES_FILE}: entry {index}: field 'status' must be one of {', '.join(REPORT_STATUSES)}"
+            )
+        reports.append(SourceReport(**fields))
+    return reports
 
 
 def _optional_text(item: dict, name: str, ref: str, index: int) -> str | None:
@@ -196,6 +222,11 @@ def load_bundle(path: str | Path, *, strict: bool = False) -> AttemptContext:
     attempt = parse_attempt(document, where=str(attempt_file), strict=strict)
 
     reports: list[SourceReport] = []
+    if (root / SOURCES_FILE).is_file():
+        try:
+            reports.extend(read_reports(root / SOURCES_FILE))
+        except BundleError as exc:
+            reports.append(SourceReport(name=SOURCES_FILE, kind="sources", status="unreadable", detail=str(exc)))
     streams = _log_streams(root, reports)
     events = []
     for file in sorted((root / "events").glob("*.json")):
@@ -281,9 +312,10 @@ def _last_change(directory: Path) -> float | None:
 class BundleFolder:
     """A watched folder as a scheduler: each new complete bundle in it is one discovered attempt.
 
-    Settings: ``path`` (the folder), ``settle_seconds`` (default 30). The cursor is the JSON list of
-    the bundle names already seen. A bundle whose ``attempt.json`` is unusable is seen once and listed
-    in ``skipped``, never retried silently forever.
+    Settings: ``path`` (the folder), ``settle_seconds`` (default 30), ``cluster`` (when set, a bundle
+    naming another cluster is skipped). The cursor is the JSON list of the bundle names already seen. A
+    bundle whose ``attempt.json`` is unusable is seen once and listed in ``skipped``, never retried
+    silently forever.
     """
 
     def __init__(self, name: str, settings: Mapping):
@@ -291,6 +323,7 @@ class BundleFolder:
         reader = Settings(name, settings)
         self.path = Path(reader.text("path", required=True))
         self.settle = reader.number("settle_seconds", 30.0)
+        self.cluster = reader.text("cluster")
         reader.finish()
         self.skipped: list[str] = []
 
@@ -303,6 +336,9 @@ class BundleFolder:
                 attempt = parse_attempt(json.loads((bundle / "attempt.json").read_bytes()), where=str(bundle))
             except (OSError, ValueError, ConnectorError) as exc:
                 self.skipped.append(f"{bundle}: {exc}")
+                continue
+            if self.cluster and attempt.cluster != self.cluster:
+                self.skipped.append(f"{bundle}: names cluster {attempt.cluster!r}; this folder is {self.cluster!r}'s")
                 continue
             found.append(DiscoveredAttempt(attempt=attempt, extra={"bundle": str(bundle)}))
         return found, json.dumps(sorted(seen))

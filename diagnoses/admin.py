@@ -1,12 +1,61 @@
 from django.contrib import admin
 
-from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review
+from diagnoses import services
+from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
+
+
+class SourceInline(admin.StackedInline):
+    model = Source
+    fields = ("role", "name", "kind", "settings", "position", "failures", "last_error", "last_ok", "retry_after")
+    readonly_fields = ("failures", "last_error", "last_ok", "retry_after")
+    extra = 0
 
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "connector", "created")
+    """Clusters and their connectors. Settings are checked by building the connectors (a bad setting is a
+    form error naming it); saving writes the configuration only, never discovery's state."""
+
+    list_display = ("name", "connector", "enabled", "poll_interval", "last_success", "failures", "created")
+    list_filter = ("enabled", "connector")
     search_fields = ("name",)
+    fieldsets = [
+        (None, {"fields": ["name", "connector", "scheduler_settings", "enabled", "poll_interval", "gather_delay"]}),
+        (
+            "Discovery",
+            {
+                "fields": [
+                    "last_poll",
+                    "last_success",
+                    "failures",
+                    "last_error",
+                    "next_poll",
+                    "last_found",
+                    "skipped",
+                    "cursor",
+                ]
+            },  # fmt: skip
+        ),
+    ]
+    readonly_fields = fieldsets[1][1]["fields"]
+    inlines = [SourceInline]
+    actions = ["poll_now"]
+
+    def save_model(self, request, obj, form, change):
+        services.cluster_save(cluster=obj)
+
+    def save_formset(self, request, form, formset, change):
+        formset.save(commit=False)
+        for source in formset.deleted_objects:
+            source.delete()
+        for source in [*formset.new_objects, *(changed for changed, _ in formset.changed_objects)]:
+            services.source_save(source=source)
+
+    @admin.action(description="Poll the selected clusters now", permissions=["change"])
+    def poll_now(self, request, queryset):
+        for cluster in queryset.exclude(connector=Cluster.NO_SCHEDULER):
+            services.cluster_poll_now(cluster=cluster)
+        self.message_user(request, "Polls queued; the Clusters page shows how they went.")
 
 
 @admin.register(Node)
@@ -31,7 +80,8 @@ class AttemptAdmin(admin.ModelAdmin):
     date_hierarchy = "end"
     list_select_related = ("job__cluster", "current_diagnosis__attempt__job__cluster")
     raw_id_fields = ("job", "nodes", "current_diagnosis")
-    readonly_fields = ("bundle", "record", "received", "state_changed", "analysis_started", "analysis_runs")
+    readonly_fields = ("bundle", "record", "discovery", "gathered", "received", "state_changed", "analysis_started",
+                       "analysis_runs")  # fmt: skip
 
 
 class EvidenceInline(admin.TabularInline):

@@ -22,8 +22,9 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from connectors.bundle_writer import write_bundle
 from connectors.localfiles import BundleError, parse_attempt
-from rules.engine.context import Attempt
+from rules.engine.context import Attempt, AttemptContext
 
 ATTEMPT_FILE = "attempt.json"
 CHUNK = 1 << 20
@@ -185,6 +186,21 @@ def read_attempt(bundle: Path) -> tuple[dict, Attempt]:
         return record, parse_attempt(record, where=ATTEMPT_FILE, strict=True)
     except BundleError as exc:
         raise BundleRejected(str(exc)) from None
+
+
+def store_context(relative: str, context: AttemptContext) -> None:
+    """Write what the connectors gathered for an attempt as its bundle at ``relative`` (staged, then
+    placed). A bundle already there (another worker gathered it first) is kept."""
+    staging = stage()
+    try:
+        write_bundle(context, staging / "bundle")
+        try:
+            place(staging / "bundle", relative)
+        except OSError:
+            if not path_of(relative).is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def export(relative: str, destination: Path) -> None:

@@ -8,25 +8,106 @@ Raw logs are not here: each attempt's bundle lives on disk under ``FAULTLINE_BUN
 import json
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from diagnoses.connectors import check_cluster, check_source
 from rules.models import RuleSetRevision
 
 
 class Cluster(models.Model):
+    """A cluster: its scheduler connector and settings, how often discovery polls it, and the state of
+    that discovery. Its log and metric sources are ``Source`` rows.
+
+    The state fields are written by the poller only (``diagnoses/discovery.py``); a configuration save
+    writes ``CONFIGURATION`` only, so it never overwrites a poll that ends meanwhile.
+    """
+
+    NO_SCHEDULER = "localfiles"
+    CONFIGURATION = ("name", "connector", "scheduler_settings", "enabled", "poll_interval", "gather_delay")
+
     name = models.CharField(max_length=100, unique=True)
     connector = models.CharField(
-        max_length=40, default="localfiles", help_text="How Faultline gathers an attempt's context (diagnoses.gather)"
+        max_length=200,
+        default=NO_SCHEDULER,
+        help_text="The scheduler connector: slurm, kueue, bundles (a watched folder) or an allowed dotted path; "
+        "localfiles: no scheduler, attempts arrive as uploaded bundles",
+    )
+    scheduler_settings = models.JSONField(
+        default=dict, blank=True, help_text="The scheduler's settings (docs/connectors.md); secrets by name only"
+    )
+    enabled = models.BooleanField(default=False, help_text="Discovery polls the scheduler")
+    poll_interval = models.PositiveIntegerField(
+        default=300, validators=[MinValueValidator(10)], help_text="Seconds between polls"
+    )
+    gather_delay = models.PositiveIntegerField(
+        default=60,
+        help_text="Seconds after an attempt ended before its logs and metrics are gathered (shippers lag behind)",
     )
     created = models.DateTimeField(default=timezone.now)
+
+    # Discovery's state.
+    cursor = models.TextField(blank=True, help_text="Where the scheduler's next poll starts (its own format)")
+    next_poll = models.DateTimeField(null=True, blank=True, help_text="When the next poll is due (backoff included)")
+    polling_since = models.DateTimeField(null=True, blank=True, help_text="Set while a poll runs")
+    last_poll = models.DateTimeField(null=True, blank=True, help_text="When the last poll ended")
+    last_success = models.DateTimeField(null=True, blank=True, help_text="When the last successful poll ended")
+    last_error = models.TextField(blank=True, help_text="Why the last failed poll failed")
+    failures = models.PositiveIntegerField(default=0, help_text="Failed polls in a row")
+    last_found = models.PositiveIntegerField(default=0, help_text="New attempts found by the last successful poll")
+    skipped = models.JSONField(default=list, blank=True, help_text="Records the last poll could not use, and why")
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def has_scheduler(self) -> bool:
+        return self.connector != self.NO_SCHEDULER
+
+    def clean(self):
+        check_cluster(self)
+
+
+class Source(models.Model):
+    """A log or metric source of a cluster: a connector kind and its settings, and its health.
+
+    The health fields are written by gathering only; a source that failed is not asked again before
+    ``retry_after`` (exponential backoff), and the attempts gathered meanwhile report the gap.
+    """
+
+    class Role(models.TextChoices):
+        LOGS = "logs"
+        METRICS = "metrics"
+
+    CONFIGURATION = ("role", "name", "kind", "settings", "position")
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="sources")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    name = models.CharField(max_length=100, help_text="Named in the diagnosis's sources")
+    kind = models.CharField(max_length=200, help_text="files, loki, prometheus or an allowed dotted path")
+    settings = models.JSONField(default=dict, blank=True, help_text="The source's settings; secrets by name only")
+    position = models.PositiveIntegerField(default=0)
+
+    failures = models.PositiveIntegerField(default=0, help_text="Failed gathers in a row")
+    last_error = models.TextField(blank=True)
+    last_failure = models.DateTimeField(null=True, blank=True)
+    last_ok = models.DateTimeField(null=True, blank=True)
+    retry_after = models.DateTimeField(null=True, blank=True, help_text="Not asked before this (backing off)")
+
+    class Meta:
+        ordering = ["cluster", "role", "position", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="diagnoses_source_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}: {self.name}"
+
+    def clean(self):
+        check_source(self)
 
 
 class Node(models.Model):
@@ -80,6 +161,14 @@ class Attempt(models.Model):
     name = models.CharField(max_length=255, blank=True)
     record = models.JSONField(help_text="The scheduler's record as received (attempt.json)")
     bundle = models.CharField(max_length=200, unique=True, help_text="The bundle's directory under the bundle root")
+    discovery = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="For an attempt found by polling: the scheduler's keys for gathering it (null: it came as a bundle)",
+    )
+    gathered = models.DateTimeField(
+        null=True, blank=True, help_text="When its bundle was written from the cluster's connectors (found by polling)"
+    )
 
     analysis_state = models.CharField(max_length=12, choices=Analysis.choices, default=Analysis.RECEIVED)
     analysis_error = models.TextField(blank=True, help_text="Why the last analysis failed")

@@ -1,17 +1,88 @@
 """Reads: the querysets the API and pages list, and the bundle lines around a piece of evidence."""
 
+from datetime import datetime
 from itertools import islice
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from diagnoses import bundles
-from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review
+from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
 
 EXCERPT_LINE_CAP = 2000  # characters shown of one line
 
 
 def cluster_list() -> QuerySet[Cluster]:
     return Cluster.objects.all()
+
+
+def cluster_status_list() -> QuerySet[Cluster]:
+    """Clusters with their sources and their attempts' analysis backlog (``pending``, ``failed``)."""
+    waiting = [Attempt.Analysis.QUEUED, Attempt.Analysis.ANALYSING]
+    return (
+        Cluster.objects.prefetch_related("sources")
+        .annotate(
+            pending=Count("attempts", filter=Q(attempts__analysis_state__in=waiting)),
+            failed=Count("attempts", filter=Q(attempts__analysis_state=Attempt.Analysis.FAILED)),
+        )
+        .order_by("name")  # Meta.ordering does not apply to a query with aggregates
+    )
+
+
+def cluster_status(cluster: Cluster, *, now: datetime) -> dict:
+    """Where a cluster's discovery stands (a cluster of ``cluster_status_list``): ``state`` is ``uploads``
+    (no scheduler), ``disabled``, ``polling``, ``backing_off`` (failed polls; ``next_poll`` is the retry),
+    ``new`` (never polled) or ``ok``; ``lag_seconds`` is the time since the last successful poll."""
+    if not cluster.has_scheduler:
+        state = "uploads"
+    elif not cluster.enabled:
+        state = "disabled"
+    elif cluster.polling_since is not None:
+        state = "polling"
+    elif cluster.failures:
+        state = "backing_off"
+    elif cluster.last_poll is None:
+        state = "new"
+    else:
+        state = "ok"
+    lag = None if cluster.last_success is None else int((now - cluster.last_success).total_seconds())
+    return {
+        "state": state,
+        "last_poll": cluster.last_poll,
+        "last_success": cluster.last_success,
+        "lag_seconds": lag,
+        "next_poll": cluster.next_poll,
+        "failures": cluster.failures,
+        "last_error": cluster.last_error,
+        "last_found": cluster.last_found,
+        "skipped": cluster.skipped,
+        "pending": cluster.pending,
+        "failed": cluster.failed,
+        "sources": [source_status(source, now=now) for source in cluster.sources.all()],
+    }
+
+
+def source_status(source: Source, *, now: datetime) -> dict:
+    """A source's health: ``backing_off`` (not asked before ``retry_after``), ``failing`` (asked again at the
+    next gather), ``unused`` (never asked yet) or ``ok``."""
+    if source.retry_after is not None and source.retry_after > now:
+        state = "backing_off"
+    elif source.failures:
+        state = "failing"
+    elif source.last_ok is None:
+        state = "unused"
+    else:
+        state = "ok"
+    return {
+        "name": source.name,
+        "role": source.role,
+        "kind": source.kind,
+        "state": state,
+        "failures": source.failures,
+        "last_error": source.last_error,
+        "last_failure": source.last_failure,
+        "last_ok": source.last_ok,
+        "retry_after": source.retry_after,
+    }
 
 
 def job_list() -> QuerySet[Job]:

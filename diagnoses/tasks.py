@@ -28,3 +28,14 @@ def analyse_attempt(self, attempt_id: int) -> None:
 @shared_task
 def reap_stuck_attempts() -> list[int]:
     return services.attempts_reap_stuck()
+
+
+@shared_task
+def poll_clusters() -> list[int]:
+    """Celery beat's tick: queue a poll of each enabled cluster that is due."""
+    return services.clusters_poll_due()
+
+
+@shared_task
+def poll_cluster(cluster_id: int) -> int | None:
+    return services.cluster_poll(cluster_id=cluster_id)

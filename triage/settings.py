@@ -103,6 +103,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "diagnoses.tasks.reap_stuck_attempts",
         "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
     },
+    # Discovery: every tick, each enabled cluster whose poll is due is polled (its own interval, backoff).
+    "poll-clusters": {
+        "task": "diagnoses.tasks.poll_clusters",
+        "schedule": float(env_int("FAULTLINE_DISCOVERY_TICK", 15)),
+    },
 }
 
 # Faultline
@@ -122,6 +127,12 @@ FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
 # seconds (keep it below FAULTLINE_TASK_SOFT_TIME_LIMIT).
 FAULTLINE_BATCH_MAX_ATTEMPTS = env_int("FAULTLINE_BATCH_MAX_ATTEMPTS", 2000)
 FAULTLINE_BATCH_TIME_LIMIT = env_int("FAULTLINE_BATCH_TIME_LIMIT", 240)
+# Discovery: a cluster whose poll fails, or a log or metric source that fails, is backed off
+# exponentially (the poll interval, or FAULTLINE_SOURCE_BACKOFF seconds, doubled per failure) up to
+# FAULTLINE_BACKOFF_MAX seconds. Connector kinds beyond the built-in ones: dotted paths allowed here.
+FAULTLINE_SOURCE_BACKOFF = env_int("FAULTLINE_SOURCE_BACKOFF", 60)
+FAULTLINE_BACKOFF_MAX = env_int("FAULTLINE_BACKOFF_MAX", 3600)
+FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
 
 # The API: token or session authentication everywhere, one error format (triage/api.py).
 REST_FRAMEWORK = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from datetime import UTC, datetime
 
@@ -14,7 +15,7 @@ from connectors.files import FileLogSource
 from connectors.gather import gather
 from connectors.http_client import HttpClient
 from connectors.localfiles import BundleFolder, scan_folder
-from connectors.settings import Settings
+from connectors.settings import SettingError, Settings
 from connectors.tests.http_double import HttpDouble
 from rules.engine.context import Attempt, AttemptContext, LogStream, SourceReport
 
@@ -59,6 +60,8 @@ def test_unknown_kinds_and_wrong_roles_are_permanent_errors():
         build("lsf", "x", {})
     with pytest.raises(ConnectorError, match="cannot import"):
         build("connectors.nothing.Here", "x", {})
+    with pytest.raises(ConnectorError, match="builtins.exec is not a class"):
+        build("builtins.exec", "print('never run')", {})
     with pytest.raises(ConnectorError, match="is not a scheduler connector"):
         build("files", "x", SETTINGS["files"], role="scheduler")
 
@@ -84,13 +87,37 @@ def test_settings_read_types_secrets_and_reject_unknown_keys(tmp_path, monkeypat
     reader.finish()
     with pytest.raises(ConnectorError, match="setting 'limit' must be an integer of at least 1"):
         Settings("loki", {"limit": "10"}).integer("limit", 5, minimum=1)
-    with pytest.raises(ConnectorError, match="must not hold the secret itself"):
-        Settings("loki", {"token": "plain"}).secret("token")
-    with pytest.raises(ConnectorError, match="FAULTLINE_TEST_UNSET .* is not set") as caught:
+    with pytest.raises(SettingError, match="setting 'token_env' names the environment variable FAULTLINE_TEST_UNSET, "
+                       "which is not set") as caught:  # fmt: skip
         Settings("loki", {"token_env": "FAULTLINE_TEST_UNSET"}).secret("token")
     assert caught.value.permanent
+    assert caught.value.setting == "token_env"
     with pytest.raises(ConnectorError, match="'urll' is not a setting"):
         Settings("loki", {"urll": "x"}).finish()
+
+
+@pytest.mark.parametrize(
+    ("values", "setting", "problem"),
+    [
+        ({"token": "plain"}, "token", "must not hold a secret: name an environment variable (token_env)"),
+        ({"password": "pw", "username": "u"}, "password", "(password_env) or a file (password_file)"),
+        ({"api_key": "k"}, "api_key", "must not hold a secret"),
+        ({"headers": {"X-Api-Key": "k"}}, "headers.X-Api-Key", "use token_env or token_file"),
+        ({"headers": {"Authorization": "Bearer k"}}, "headers.Authorization", "must not hold a secret"),
+        ({"url": "https://u:pw@loki.example.org"}, "url", "must not hold a password in the URL"),
+    ],
+)
+def test_a_setting_holding_a_secret_is_refused_by_name(values, setting, problem):
+    with pytest.raises(SettingError, match=re.escape(problem)) as caught:
+        Settings("loki", values)
+    assert caught.value.setting == setting
+    assert f"setting {setting!r}" in str(caught.value)
+
+
+def test_secrets_named_by_variable_or_file_and_plain_settings_pass():
+    values = {"token_env": "T", "password_file": "/run/secrets/pw", "tenant": "hpc", "url": "https://u@loki",
+              "headers": {"X-Scope-OrgID": "hpc"}, "tail_lines": 5}  # fmt: skip
+    assert Settings("loki", values).values == values
 
 
 # -- HTTP client --
@@ -293,3 +320,13 @@ def test_bundle_folder_discovers_each_bundle_once_and_skips_bad_ones(tmp_path):
     context = folder.attempt_context(found[0])
     assert [s.ref for s in context.streams] == ["logs/out.log"]
     assert folder.discover(cursor)[0] == []
+
+
+def test_a_bundle_folder_of_one_cluster_skips_bundles_naming_another(tmp_path):
+    write_bundle(tmp_path, "a")
+    folder = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "lab"})
+    found, _ = folder.discover(None)
+    assert found == []
+    assert folder.skipped == [f"{tmp_path / 'a'}: names cluster 'c'; this folder is 'lab''s"]
+    own = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "c"})
+    assert [d.attempt.job_id for d in own.discover(None)[0]] == ["a"]

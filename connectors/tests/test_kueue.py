@@ -152,6 +152,14 @@ ADMITTED = [
 
 @pytest.fixture
 def cluster():
+    double = kubernetes_api()
+    yield double
+    double.close()
+
+
+def kubernetes_api() -> KubernetesDouble:
+    """A Kubernetes API with Kueue workloads: ml/train failed (OOMKilled, exit 1), ml/sweep evicted, and
+    workloads that succeeded, still run, never ran a pod, or ended long ago."""
     workloads = [
         workload(
             "job-train-1a2b3",
@@ -274,9 +282,7 @@ def cluster():
         "communicator was aborted on rank 1.\n",
         ("sweep-0-z7w1v", "trainer", False): "2026-11-02T10:05:00.000000000Z waiting for data\n",
     }
-    double = KubernetesDouble(workloads, pods, events, logs)
-    yield double
-    double.close()
+    return KubernetesDouble(workloads, pods, events, logs)
 
 
 def scheduler(cluster, **settings) -> KueueScheduler:

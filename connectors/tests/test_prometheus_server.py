@@ -4,7 +4,6 @@ samples (scripts/prometheus.sh, samples described in scripts/prometheus_samples.
 from __future__ import annotations
 
 import socket
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,12 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.prometheus
 START = datetime(2025, 6, 1, 10, 30, tzinfo=UTC)
 END = datetime(2025, 6, 1, 11, 30, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def prometheus_url():
-    subprocess.run([str(ROOT / "scripts" / "prometheus.sh")], check=True, timeout=300)
-    return Path("/var/tmp/faultline-prometheus/url").read_text().strip()
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,9 @@
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, NodeEvent, Review
+from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, NodeEvent, Review, Source
+from diagnoses.selectors import cluster_status
 from rules.engine.taxonomy import DOMAINS
 
 
@@ -8,10 +11,63 @@ def node_names():
     return serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
 
 
+class SourceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Source
+        fields = ["name", "role", "kind", "settings"]
+
+
+class SourceStatusSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    role = serializers.CharField()
+    kind = serializers.CharField()
+    state = serializers.ChoiceField(["ok", "failing", "backing_off", "unused"])
+    failures = serializers.IntegerField()
+    last_error = serializers.CharField()
+    last_failure = serializers.DateTimeField(allow_null=True)
+    last_ok = serializers.DateTimeField(allow_null=True)
+    retry_after = serializers.DateTimeField(allow_null=True)
+
+
+class ClusterStatusSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(["uploads", "disabled", "polling", "backing_off", "new", "ok"])
+    last_poll = serializers.DateTimeField(allow_null=True)
+    last_success = serializers.DateTimeField(allow_null=True)
+    lag_seconds = serializers.IntegerField(allow_null=True, help_text="Seconds since the last successful poll")
+    next_poll = serializers.DateTimeField(allow_null=True)
+    failures = serializers.IntegerField(help_text="Failed polls in a row (the cluster backs off)")
+    last_error = serializers.CharField()
+    last_found = serializers.IntegerField(help_text="New attempts found by the last successful poll")
+    skipped = serializers.ListField(child=serializers.CharField(), help_text="Records the last poll could not use")
+    pending = serializers.IntegerField(help_text="Attempts queued for analysis or being analysed")
+    failed = serializers.IntegerField(help_text="Attempts whose analysis failed")
+    sources = SourceStatusSerializer(many=True)
+
+
 class ClusterSerializer(serializers.ModelSerializer):
+    """A cluster's configuration (written by admins) and where its discovery stands (``status``)."""
+
+    sources = SourceSerializer(
+        many=True, required=False, help_text="The log and metric sources; when given, they replace the cluster's"
+    )
+    status = serializers.SerializerMethodField()
+
     class Meta:
         model = Cluster
-        fields = ["id", "name", "connector", "created"]
+        fields = [
+            "id", "name", "connector", "scheduler_settings", "enabled", "poll_interval", "gather_delay", "sources",
+            "status", "created",
+        ]  # fmt: skip
+        read_only_fields = ["created"]
+
+    @extend_schema_field(ClusterStatusSerializer)
+    def get_status(self, cluster) -> dict:
+        return ClusterStatusSerializer(cluster_status(cluster, now=timezone.now())).data
+
+
+class PollQueuedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.URLField()
 
 
 class JobSerializer(serializers.ModelSerializer):

@@ -2,15 +2,19 @@
 
 import shutil
 
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from connectors.localfiles import BundleError, load_bundle
@@ -25,6 +29,7 @@ from diagnoses.api.serializers import (
     ExcerptLineSerializer,
     JobSerializer,
     NodeEventSerializer,
+    PollQueuedSerializer,
     ReviewSerializer,
 )
 from diagnoses.api.uploads import Conflict, bundle_stream, rejected
@@ -61,9 +66,58 @@ def accepted(attempt, request) -> Response:
     return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
 
-class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = selectors.cluster_list()
+class ClusterViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Clusters: their connectors (configured by admins) and the status of their discovery."""
+
+    queryset = selectors.cluster_status_list()
     serializer_class = ClusterSerializer
+
+    def get_permissions(self):
+        needed = {
+            "create": "diagnoses.add_cluster",
+            "update": "diagnoses.change_cluster",
+            "partial_update": "diagnoses.change_cluster",
+            "poll": "diagnoses.change_cluster",
+        }.get(self.action)
+        return [IsAuthenticated(), *([permission(needed)()] if needed else [])]
+
+    def perform_create(self, serializer):
+        self.configure(serializer, cluster=None)
+
+    def perform_update(self, serializer):
+        self.configure(serializer, cluster=serializer.instance)
+
+    def configure(self, serializer, *, cluster):
+        fields = dict(serializer.validated_data)
+        sources = fields.pop("sources", None)
+        try:
+            cluster = services.cluster_configure(cluster=cluster, sources=sources, **fields)
+        except DjangoValidationError as exc:
+            raise configuration_error(exc) from None
+        serializer.instance = selectors.cluster_status_list().get(pk=cluster.pk)
+
+    @extend_schema(request=None, responses={202: PollQueuedSerializer})
+    @action(detail=True, methods=["post"])
+    def poll(self, request, pk=None):
+        """Queue a poll of the cluster's scheduler now, whatever its schedule or backoff."""
+        cluster = self.get_object()
+        if not cluster.has_scheduler:
+            raise ValidationError({"connector": "the cluster has no scheduler to poll (its connector is localfiles)"})
+        services.cluster_poll_now(cluster=cluster)
+        url = request.build_absolute_uri(reverse("api:cluster-detail", args=[cluster.pk]))
+        return Response({"id": cluster.pk, "url": url}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+def configuration_error(exc: DjangoValidationError) -> ValidationError:
+    """A configuration's problems as the API names them: ``scheduler_settings.path_map``, ``sources.1.kind``."""
+    detail: dict[str, list[ErrorDetail]] = {}
+    for field, errors in exc.error_dict.items():
+        path = field.removesuffix(NON_FIELD_ERRORS).rstrip(".") or api_settings.NON_FIELD_ERRORS_KEY
+        for error in errors:
+            setting = (error.params or {}).get("setting")
+            key = f"{path}.{setting}" if setting else path
+            detail.setdefault(key, []).extend(ErrorDetail(message, code=error.code or "invalid") for message in error)
+    return ValidationError(detail)
 
 
 class JobViewSet(viewsets.ReadOnlyModelViewSet):

@@ -29,17 +29,21 @@ def environment(tmp_path, bundle_root):
     if connection.vendor != "postgresql":
         pytest.skip("the worker test shares the test database with a worker process: it needs PostgreSQL")
     redis.Redis.from_url(BROKER).flushdb()
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
     return {
         "PATH": os.environ["PATH"],
-        "DATABASE_URL": url,
+        "DATABASE_URL": database_url(),
         "CELERY_BROKER_URL": BROKER,
         "FAULTLINE_BUNDLE_ROOT": str(bundle_root),
         "FAULTLINE_VAR_DIR": str(tmp_path / "var"),
         "FAULTLINE_STUCK_AFTER": "3",  # the reaper re-queues an attempt analysing for longer (each takes ~0.4 s)
         "FAULTLINE_REAPER_INTERVAL": "1",
     }
+
+
+def database_url() -> str:
+    """The test database, for a worker process that shares it."""
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def start_worker(name: str, environment: dict, tmp_path: Path) -> subprocess.Popen:

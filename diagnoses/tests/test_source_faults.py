@@ -1,0 +1,234 @@
+"""Sources behaving badly (timeouts, 5xx, malformed JSON, partial pages) at the pipeline's level: retried when
+transient, recorded in the diagnosis's ``sources``, a source that is down backed off, and the diagnosis still
+made from what was gathered. The Loki and Kubernetes/Kueue APIs are local doubles speaking their formats."""
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+from django.utils import timezone
+
+from connectors.tests.loki_double import LokiDouble
+from connectors.tests.test_kueue import kubernetes_api
+from diagnoses import services
+from diagnoses.models import Attempt, Cluster, Source
+from diagnoses.tests.bundles import START, write_bundle
+from diagnoses.tests.discovery import exported_diagnosis, folder_cluster
+
+pytestmark = pytest.mark.django_db
+NODES = ("node01", "node02", "node03", "node04")
+XID = "Nov  2 10:03:30 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
+
+
+def ns(moment: datetime) -> int:
+    return int(moment.timestamp()) * 1_000_000_000
+
+
+@pytest.fixture
+def loki():
+    """Kernel logs of the four nodes of ``write_bundle``'s attempts; node02's GPU falls off the bus."""
+    streams = [
+        ({"host": n, "job": "kern"}, [(ns(START) + 10**9, f"Nov  2 10:00:01 {n} kernel: eth0 up")]) for n in NODES
+    ]
+    streams[1][1].append((ns(START) + 210 * 10**9, XID))
+    double = LokiDouble(streams)
+    yield double
+    double.close()
+
+
+@pytest.fixture
+def watched(tmp_path, loki, django_capture_on_commit_callbacks):
+    """A cluster watching a folder, with Loki as a log source; ``discover(job_id)`` drops a bundle into the
+    folder, polls, and returns the attempt as stored and diagnosed."""
+    drop = tmp_path / "drop"
+    settings = {"url": loki.url, "queries": {"kern": '{host="$node", job="kern"}'}, "retries": 1, "backoff": 0,
+                "timeout": 0.3}  # fmt: skip
+    configured = folder_cluster(drop, sources=[{"role": "logs", "name": "loki", "kind": "loki", "settings": settings}])
+
+    def discover(job_id: str) -> Attempt:
+        write_bundle(drop, job_id=job_id)
+        with django_capture_on_commit_callbacks(execute=True):
+            assert services.cluster_poll(cluster_id=configured.pk) == 1
+        return Attempt.objects.select_related("current_diagnosis").get(job__job_id=job_id)
+
+    return discover
+
+
+def kern(attempt: Attempt) -> dict:
+    """What Loki's source reported of the ``kern`` stream in the attempt's diagnosis."""
+    sources = attempt.current_diagnosis.document["sources"]
+    return next(s for s in sources if s["name"] == "kern" and s["detail"].startswith("loki:"))
+
+
+def slow(loki):
+    real = loki.answer
+
+    def answer(request):
+        time.sleep(1)
+        return real(request)
+
+    return answer
+
+
+def test_a_transient_5xx_is_retried_and_the_logs_gathered(watched, loki):
+    loki.faults = [(503, {}, "upstream unavailable")]
+
+    attempt = watched("1")
+
+    assert kern(attempt) == {
+        "name": "kern",
+        "kind": "system",
+        "status": "ok",
+        "detail": "loki: 5 lines from 4 of 4 nodes",
+    }
+    assert len(loki.requests) == 5  # four nodes, one of them asked twice
+    source = Source.objects.get()
+    assert (source.failures, source.retry_after) == (0, None)
+    assert source.last_ok is not None
+
+
+@pytest.mark.parametrize(
+    ("fault", "detail"),
+    [
+        ("5xx", "HTTP 502 bad gateway (after 2 tries)"),
+        ("timeout", "timed out after 0.3 s (after 2 tries)"),
+        ("malformed", "malformed JSON"),
+    ],
+)
+def test_a_source_that_is_down_is_a_visible_gap_then_backed_off_then_asked_again(watched, loki, fault, detail):
+    if fault == "timeout":
+        loki.respond = slow(loki)
+    else:
+        loki.faults = [(502, {}, "bad gateway") if fault == "5xx" else (200, {}, b'{"status": "succ')] * 10
+
+    first = watched("1")
+
+    assert (first.analysis_state, first.current_diagnosis.subdomain) == ("analysed", "gpu.bus")  # from the bundle
+    gap = kern(first)
+    assert (gap["kind"], gap["status"]) == ("system", "error")
+    assert detail in gap["detail"]
+    source = Source.objects.get()
+    assert source.failures == 1
+    assert detail in source.last_error
+    assert 119 < (source.retry_after - source.last_failure).total_seconds() <= 120  # 60 s doubled
+
+    asked = len(loki.requests)
+    second = watched("2")
+
+    assert len(loki.requests) == asked  # backing off: not asked
+    skipped = next(s for s in second.current_diagnosis.document["sources"] if s["name"] == "loki")
+    assert skipped["status"] == "error"
+    assert skipped["detail"].startswith("loki: not asked: it failed 1 time(s) in a row, last at ")
+    assert second.current_diagnosis.subdomain == "gpu.bus"
+
+    loki.faults.clear()
+    loki.respond = loki.answer
+    Source.objects.update(retry_after=timezone.now())
+    third = watched("3")
+
+    assert kern(third)["status"] == "ok"
+    source.refresh_from_db()
+    assert (source.failures, source.retry_after) == (0, None)
+
+
+def test_a_partial_page_is_reported_partial_and_the_source_is_not_down(watched, loki):
+    page = {"status": "success", "data": {"resultType": "streams", "result": [
+        {"stream": {"host": "node01", "job": "kern"}, "values": [[str(ns(START) + 10**9), "Nov  2 10:00:01 x y"]]}],
+        "stats": {"summary": {"totalEntriesReturned": 4}}}}  # fmt: skip
+    loki.faults = [(200, {}, page)]
+
+    attempt = watched("1")
+
+    assert kern(attempt)["status"] == "partial"
+    assert "claimed 4 entries but carried 1" in kern(attempt)["detail"]
+    assert Source.objects.get().failures == 0
+
+
+def test_a_scheduler_that_cannot_give_the_attempt_is_a_gap_and_the_record_is_still_diagnosed(
+    tmp_path, django_capture_on_commit_callbacks
+):
+    drop = tmp_path / "drop"
+    configured = folder_cluster(drop, gather_delay=3600)
+    bundle = write_bundle(drop, state="NODE_FAIL")
+    services.cluster_poll(cluster_id=configured.pk)  # queued, not gathered yet
+    for file in sorted(bundle.rglob("*"), reverse=True):
+        file.unlink() if file.is_file() else file.rmdir()
+    bundle.rmdir()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.attempt_reanalyse(attempt=Attempt.objects.get())
+
+    attempt = Attempt.objects.get()
+    assert attempt.analysis_state == "analysed"
+    scheduler = next(s for s in attempt.current_diagnosis.document["sources"] if s["name"] == "dgx-a")
+    assert (scheduler["kind"], scheduler["status"]) == ("scheduler", "error")
+    assert "not a directory (permanent)" in scheduler["detail"]
+
+
+# -- Kueue and Kubernetes as a cluster's scheduler --
+
+
+@pytest.fixture
+def api():
+    double = kubernetes_api()
+    yield double
+    double.close()
+
+
+@pytest.fixture
+def kueue(api, django_capture_on_commit_callbacks):
+    """A cluster whose scheduler is Kueue behind the Kubernetes API double; ``poll()`` polls it once."""
+    lookback = max(86400.0, (datetime.now(UTC) - datetime(2026, 11, 2, tzinfo=UTC)).total_seconds())
+    configured = services.cluster_configure(
+        name="k8s-a",
+        connector="kueue",
+        scheduler_settings={"host": api.url, "backoff": 0, "retries": 1, "lookback_seconds": lookback},
+        enabled=True,
+        gather_delay=0,
+    )
+
+    def poll():
+        with django_capture_on_commit_callbacks(execute=True):
+            found = services.cluster_poll(cluster_id=configured.pk)
+        configured.refresh_from_db()
+        return found
+
+    poll.cluster = configured
+    return poll
+
+
+def test_kueue_workloads_are_discovered_gathered_and_diagnosed_once(kueue, bundle_root, tmp_path):
+    assert kueue() == 2
+
+    attempts = {a.job.job_id: a for a in Attempt.objects.select_related("job", "current_diagnosis")}
+    assert sorted(attempts) == ["ml/sweep", "ml/train"]
+    train = attempts["ml/train"]
+    assert (train.state, train.exit_code, train.analysis_state) == ("Failed", "137", "analysed")
+    stored = bundle_root / train.bundle
+    assert (stored / "logs" / "gpu-node-1" / "train-0-xk2p9.trainer.log").is_file()
+    assert list((stored / "events").glob("*.json"))
+    assert exported_diagnosis(train, tmp_path / "out") == train.current_diagnosis.document_json
+    assert any("job-gone-3c4d5" in item for item in kueue.cluster.skipped)
+    assert kueue() == 0
+
+
+def test_an_api_server_that_fails_backs_discovery_off_and_a_recovery_resets_it(kueue, api):
+    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "etcdserver: request timed out",
+              "reason": "InternalError", "code": 500}  # fmt: skip
+    api.faults = [(500, {}, status)] * 2
+
+    assert kueue() is None
+    assert "etcdserver: request timed out" in kueue.cluster.last_error
+    assert kueue.cluster.last_error.endswith("(transient)")
+    assert kueue.cluster.failures == 1
+
+    api.faults = [(200, {}, b'{"apiVersion": "kueue.x-k8s.io/v1beta1", "items": [')] * 2
+    assert kueue() is None
+    assert kueue.cluster.failures == 2
+    waited = (kueue.cluster.next_poll - kueue.cluster.last_poll).total_seconds()
+    assert waited == 4 * kueue.cluster.poll_interval
+
+    api.faults = []
+    assert kueue() == 2
+    assert (kueue.cluster.failures, kueue.cluster.last_error) == (0, "")
+    assert Cluster.objects.get().last_found == 2
