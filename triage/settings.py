@@ -29,6 +29,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
     "rules",
     "diagnoses",
 ]
@@ -42,6 +44,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "triage.urls"
@@ -118,6 +121,10 @@ FAULTLINE_BUNDLE_MAX_FILES = env_int("FAULTLINE_BUNDLE_MAX_FILES", 10_000)
 FAULTLINE_GATHER_RETRIES = env_int("FAULTLINE_GATHER_RETRIES", 5)
 FAULTLINE_STUCK_AFTER = env_int("FAULTLINE_STUCK_AFTER", CELERY_TASK_TIME_LIMIT + 60)
 FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
+# The node page: a node that was the root cause of at least FAULTLINE_REPEAT_OFFENDER_COUNT attempts
+# that ended in the last FAULTLINE_REPEAT_OFFENDER_DAYS days is badged a repeat offender.
+FAULTLINE_REPEAT_OFFENDER_COUNT = env_int("FAULTLINE_REPEAT_OFFENDER_COUNT", 3)
+FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
 
 # The API: token or session authentication everywhere, one error format (triage/api.py).
 REST_FRAMEWORK = {
@@ -150,7 +157,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "triage.api.document_errors"],
 }
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "landing"
+LOGIN_REDIRECT_URL = "diagnoses:overview"
 
 LOGGING = {
     "version": 1,
