@@ -82,7 +82,8 @@ def job_list(request):
     filters = AttemptFilter(request.GET, queryset=selectors.attempt_table())
     sort = request.GET.get("sort", "")
     sort = sort if sort.lstrip("-") in SORTS else "-end"
-    page = paging.seek(filters.qs, sort=sort, size=PAGE_SIZE, **_cursor(request))
+    rows = filters.qs if filters.is_valid() else filters.qs.none()  # a wrong filter lists nothing, and says why
+    page = paging.seek(rows, sort=sort, size=PAGE_SIZE, **_cursor(request))
     context = {
         "filters": filters,
         "page": page,
@@ -180,7 +181,7 @@ def attempt_review(request, pk: int):
             messages.success(request, "Review recorded.")
             return redirect(reverse("diagnoses:attempt-detail", args=[pk]) + "#reviews")
         form = None
-    context = _attempt_context(request, attempt, form)
+    context = {**_attempt_context(request, attempt, form), "recorded": form is None}
     if request.htmx:
         return render(request, "diagnoses/attempt_detail.html#reviews", context)
     return render(request, "diagnoses/attempt_detail.html", context, status=400)
