@@ -30,6 +30,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
 
 test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Prometheus when they are not running)
 	scripts/services.sh
+	scripts/browser.sh
 	scripts/slurm.sh
 	PYTHON=$(BIN)/python scripts/prometheus.sh
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest

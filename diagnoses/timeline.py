@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 WIDTH = 1000
 LABEL_WIDTH = 190  # node names on the left
+LABEL_CHARS = 25  # characters of a node name that fit there
 PLOT_RIGHT = WIDTH - 12
 AXIS_HEIGHT = 26
 LANE_HEIGHT = 22
@@ -72,6 +73,14 @@ class Lane:
     @property
     def middle(self) -> float:
         return self.y + LANE_HEIGHT / 2
+
+    @property
+    def label(self) -> str:
+        """The title shortened in the middle (node names differ at their ends: ``pool-98346da9-5ada``)."""
+        if len(self.title) <= LABEL_CHARS:
+            return self.title
+        keep = LABEL_CHARS - 1
+        return f"{self.title[: keep // 2]}…{self.title[-(keep - keep // 2) :]}"
 
 
 @dataclass(frozen=True)

@@ -111,3 +111,8 @@ def test_stacked_bars_per_day():
 
 def test_nice_ceiling():
     assert [charts.nice_ceiling(n) for n in (0, 1, 2, 3, 5, 11, 39, 41, 101)] == [2, 2, 2, 4, 10, 20, 40, 100, 200]
+
+
+def test_long_node_names_are_shortened_in_the_middle():
+    assert timeline.Lane(name="n", title="gke-ml-a3u-pool-98346da9-5ada").label == "gke-ml-a3u-p…8346da9-5ada"
+    assert timeline.Lane(name="n", title="dgx-b200-0417").label == "dgx-b200-0417"
