@@ -45,6 +45,7 @@ bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 	$(BIN)/python bench/engine.py
 	scripts/services.sh
 	$(BIN)/python bench/pipeline.py
+	$(BIN)/python bench/pages.py
 
 score: $(STAMP) ## Score the engine on ../shared/scenarios/dev (when that folder exists)
 	. $(BIN)/activate && python3 ../shared/tools/score.py ../shared/scenarios/dev -- python manage.py diagnose

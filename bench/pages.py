@@ -31,7 +31,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parents[1]
-CLUSTERS = [("dgx-a", "dgx-a", 0.5), ("dgx-b", "dgx-b", 0.25), ("gke-ml", "gke-ml-a3u-pool-", 0.15), ("eos", "eos", 0.1)]
+CLUSTERS = [
+    ("dgx-a", "dgx-a", 0.5),
+    ("dgx-b", "dgx-b", 0.25),
+    ("gke-ml", "gke-ml-a3u-pool-", 0.15),
+    ("eos", "eos", 0.1),
+]
 NODES_PER_CLUSTER = 2000
 NODES_PER_ATTEMPT = 4
 LARGE_ATTEMPTS = 10  # attempts of 256 nodes (spread through the table)
@@ -113,7 +118,7 @@ def seed(connection, attempts: int) -> dict:
             "INSERT INTO diagnoses_node (id, cluster_id, name) VALUES (%s, %s, %s)",
             [((index - 1) * NODES_PER_CLUSTER + k + 1, index, name) for k, name in enumerate(names)],
         )
-    jobs = Table(cursor, "diagnoses_job", "id, cluster_id, job_id, scheduler, name, \"user\"")
+    jobs = Table(cursor, "diagnoses_job", 'id, cluster_id, job_id, scheduler, name, "user"')
     attempt_rows = Table(
         cursor,
         "diagnoses_attempt",
@@ -129,7 +134,9 @@ def seed(connection, attempts: int) -> dict:
     )
     root_nodes = Table(cursor, "diagnoses_diagnosis_root_cause_nodes", "id, diagnosis_id, node_id")
     evidence = Table(
-        cursor, "diagnoses_evidence", 'id, "position", role, rule, source, time, ref, text, count, diagnosis_id, node_id'
+        cursor,
+        "diagnoses_evidence",
+        'id, "position", role, rule, source, time, ref, text, count, diagnosis_id, node_id',
     )
     events = Table(
         cursor, "diagnoses_nodeevent", "id, time, source, kind, rule, role, text, ref, count, diagnosis_id, node_id"
@@ -206,7 +213,9 @@ def seed(connection, attempts: int) -> dict:
             print(f"  {pk:,} attempts written ({time.perf_counter() - began:.0f} s)", flush=True)
     for table in (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events):
         table.flush()
-    print(f"  rows: {', '.join(f'{t.name[10:]} {t.rows:,}' for t in (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events))}")  # noqa: E501
+    print(
+        f"  rows: {', '.join(f'{t.name[10:]} {t.rows:,}' for t in (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events))}"
+    )  # noqa: E501
     began = time.perf_counter()
     for _, definition in indexes:
         cursor.execute(definition)
@@ -244,10 +253,22 @@ def diagnosis_document(cluster, job_id, outcome, domain, subdomain, rule, names,
         "candidates": [],
         "affected_nodes": [names[faulty]],
         "symptoms": [
-            {"rule": "nccl.watchdog_timeout", "role": "cascade", "nodes": names[:8], "count": 8 * len(names),
-             "first": time.isoformat(), "summary": "The NCCL watchdog caught a collective that timed out"},
-            {"rule": "torchrun.signal", "role": "teardown", "nodes": names[:8], "count": len(names),
-             "first": time.isoformat(), "summary": "torchrun tears the remaining workers down"},
+            {
+                "rule": "nccl.watchdog_timeout",
+                "role": "cascade",
+                "nodes": names[:8],
+                "count": 8 * len(names),
+                "first": time.isoformat(),
+                "summary": "The NCCL watchdog caught a collective that timed out",
+            },
+            {
+                "rule": "torchrun.signal",
+                "role": "teardown",
+                "nodes": names[:8],
+                "count": len(names),
+                "first": time.isoformat(),
+                "summary": "torchrun tears the remaining workers down",
+            },
         ],  # fmt: skip
         "evidence": [],
         "sources": [
@@ -309,8 +330,14 @@ def scenarios(connection, seeded: dict) -> list[tuple[str, str, list[str]]]:
         ("list", "time range (last 7 days)", [f"{jobs}?ended_after={week}"]),
         ("list", "text: common model name", [f"{jobs}?q=llama3-70b", f"{jobs}?q=mixtral-8b"]),
         ("list", "text: one job id", [f"{jobs}?q={job}" for job in job_ids]),
-        ("list", "all filters together", [f"{jobs}?cluster=dgx-a&outcome=attributed&domain=hardware&subdomain=gpu.bus"
-                                          f"&user=user001&ended_after={week}"]),  # fmt: skip
+        (
+            "list",
+            "all filters together",
+            [
+                f"{jobs}?cluster=dgx-a&outcome=attributed&domain=hardware&subdomain=gpu.bus"
+                f"&user=user001&ended_after={week}"
+            ],
+        ),  # fmt: skip
         ("list", "sorted by user", [f"{jobs}?sort=user", f"{jobs}?sort=-user"]),
         ("list", f"a page after {half:,} rows", [f"{jobs}?after={cursor_value}"]),
         ("list", "triage queue", ["/triage/"]),
@@ -378,7 +405,9 @@ def main() -> None:
             print(f"seeded and analysed in {time.perf_counter() - began:.0f} s", flush=True)
         with psycopg.connect(args.database_url) as connection:
             if args.reuse:
-                rows = connection.execute("SELECT attempt_id FROM diagnoses_attempt_nodes GROUP BY 1 HAVING count(*) > 100")
+                rows = connection.execute(
+                    "SELECT attempt_id FROM diagnoses_attempt_nodes GROUP BY 1 HAVING count(*) > 100"
+                )
                 seeded = {"large": [row[0] for row in rows]}
             size = connection.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()[0]
             print(f"database size {size}")
