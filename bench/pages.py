@@ -52,7 +52,8 @@ CAUSES = [  # domain, subdomain, rule, on a node, weight
     ("storage", "filesystem", "lustre.error", False, 6), ("software", "nccl", "nccl.internal", False, 4),
     ("application", "exception", "python.exception", True, 12), ("application", "cuda_oom", "cuda.oom", True, 10),
     ("application", "host_oom", "host.oom_kill", True, 6), ("scheduler", "time_limit", "slurm.time_limit", False, 10),
-    ("scheduler", "preemption", "slurm.preempted", False, 5), ("infrastructure", "node_lost", "slurm.node_fail", True, 8),
+    ("scheduler", "preemption", "slurm.preempted", False, 5),
+    ("infrastructure", "node_lost", "slurm.node_fail", True, 8),
 ]  # fmt: skip
 ROLES = ["root_cause", "cascade", "cascade", "cascade", "teardown", "teardown", "teardown", "context", "context"]
 NOW = datetime.now(tz=UTC).replace(microsecond=0)
@@ -211,11 +212,10 @@ def seed(connection, attempts: int) -> dict:
                     )  # fmt: skip
         if pk % 100_000 == 0:
             print(f"  {pk:,} attempts written ({time.perf_counter() - began:.0f} s)", flush=True)
-    for table in (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events):
+    written = (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events)
+    for table in written:
         table.flush()
-    print(
-        f"  rows: {', '.join(f'{t.name[10:]} {t.rows:,}' for t in (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events))}"
-    )  # noqa: E501
+    print("  rows: " + ", ".join(f"{table.name.removeprefix('diagnoses_')} {table.rows:,}" for table in written))
     began = time.perf_counter()
     for _, definition in indexes:
         cursor.execute(definition)
@@ -439,7 +439,7 @@ def main() -> None:
             data={"username": "bench", "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
             headers={"Referer": login.url},
         ).raise_for_status()
-        print(f"\n| page | p50 (ms) | p95 (ms) |\n|---|---|---|")
+        print("\n| page | p50 (ms) | p95 (ms) |\n|---|---|---|")
         for group, name, urls in plan:
             times = measure(base, session, urls, args.requests)
             target = {"list": 150, "attempt": 300}.get(group)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
 
@@ -87,6 +89,14 @@ def stacked_by_day(counts: dict[tuple[date, str], int], *, days: list[date], ser
         legend=[(name, total) for name, total in legend if total],
         total=sum(totals.values()),
     )
+
+
+def count_by_day(rows: Iterable[dict], series_of: Callable[[dict], str]) -> Counter:
+    """``{(day, series): count}`` from rows holding ``day`` and ``count`` (summed per series)."""
+    counts: Counter = Counter()
+    for row in rows:
+        counts[row["day"], series_of(row)] += row["count"]
+    return counts
 
 
 def nice_ceiling(value: int) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
-COUNT_CAP = 10_000
+COUNT_CAP = 1_000
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def seek(
         rows.reverse()
     has_next = more if not backwards else True
     has_previous = (position is not None) if not backwards else more
-    count = queryset.order_by()[: COUNT_CAP + 1].count()
+    count = count_bounded(queryset)
     return Page(
         rows=rows,
         sort=sort,
@@ -70,6 +70,11 @@ def seek(
         count=min(count, COUNT_CAP),
         count_capped=count > COUNT_CAP,
     )
+
+
+def count_bounded(queryset: QuerySet) -> int:
+    """The number of rows, counted up to ``COUNT_CAP + 1`` (more means "more than COUNT_CAP")."""
+    return queryset.order_by()[: COUNT_CAP + 1].count()
 
 
 def _ordering(field: str, descending: bool) -> list[str]:

@@ -1,13 +1,13 @@
 """Reads: the querysets the API and pages list, the pages' summaries, and the bundle lines around a
 piece of evidence."""
 
-from datetime import date, datetime
+from datetime import datetime
 from itertools import islice
 
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, QuerySet
 from django.db.models.functions import TruncDate
 
-from diagnoses import bundles
+from diagnoses import bundles, paging
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review
 from diagnoses.timeline import Event
 
@@ -187,32 +187,20 @@ def _node_events(node: Node) -> QuerySet[NodeEvent]:
 # Overview ----------------------------------------------------------------------------------------
 
 
-def failures_by_day(*, since: datetime, by: str) -> dict[tuple[date, str], int]:
-    """Attempts that ended since ``since``, counted by day and by outcome or domain of their current
-    diagnosis (``"not analysed"`` when they have none; ``"none"`` for an unattributed domain)."""
-    field = {"outcome": "current_diagnosis__outcome", "domain": "current_diagnosis__domain"}[by]
-    rows = (
+def failures_by_day(*, since: datetime) -> list[dict]:
+    """Attempts that ended since ``since``, counted by day and by the outcome, domain and subdomain of
+    their current diagnosis (None when they have none): one pass for every panel of the overview."""
+    return list(
         Attempt.objects.filter(end__gte=since)
         .annotate(day=TruncDate("end"))
-        .values("day", field)
+        .values(
+            "day",
+            outcome=F("current_diagnosis__outcome"),
+            domain=F("current_diagnosis__domain"),
+            subdomain=F("current_diagnosis__subdomain"),
+        )
         .annotate(count=Count("pk"))
         .order_by()
-    )
-    counts: dict[tuple[date, str], int] = {}
-    for row in rows:
-        value = row[field]
-        name = "not analysed" if value is None else value or "none"
-        counts[row["day"], name] = counts.get((row["day"], name), 0) + row["count"]
-    return counts
-
-
-def top_subdomains(*, since: datetime, limit: int = 8) -> list[dict]:
-    """The commonest root-cause subdomains of attributed attempts that ended since ``since``."""
-    return list(
-        Attempt.objects.filter(end__gte=since, current_diagnosis__outcome=Diagnosis.Outcome.ATTRIBUTED)
-        .values(domain=F("current_diagnosis__domain"), subdomain=F("current_diagnosis__subdomain"))
-        .annotate(count=Count("pk"))
-        .order_by("-count", "subdomain")[:limit]
     )
 
 
@@ -228,7 +216,8 @@ def top_fault_nodes(*, since: datetime, limit: int = 8) -> list[dict]:
 
 
 def backlog_size() -> int:
-    return triage_queue().order_by().count()
+    """The triage queue's length, counted up to ``paging.COUNT_CAP + 1``."""
+    return paging.count_bounded(triage_queue())
 
 
 def review_verdicts(*, since: datetime) -> dict[str, int]:
