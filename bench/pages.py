@@ -403,6 +403,8 @@ def main() -> None:
             with psycopg.connect(args.database_url, autocommit=True) as connection:
                 connection.execute("VACUUM ANALYZE")
             print(f"seeded and analysed in {time.perf_counter() - began:.0f} s", flush=True)
+        with psycopg.connect(args.database_url, autocommit=True) as connection:
+            connection.execute("ANALYZE")  # statistics for indexes made after the seed (a --reuse run)
         with psycopg.connect(args.database_url) as connection:
             if args.reuse:
                 rows = connection.execute(
