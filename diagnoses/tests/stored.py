@@ -1,11 +1,13 @@
 """Analysed attempts and signed-in people for the page tests (server-side and in the browser)."""
 
+from fnmatch import fnmatchcase
 from pathlib import Path
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 
 from diagnoses import services
 from diagnoses.models import Attempt
+from triage.roles import ROLE_PERMISSIONS
 
 PASSWORD = "a long password for tests"
 
@@ -31,3 +33,16 @@ def replace_in(bundle: Path, relative: str, old: str, new: str) -> None:
     text = file.read_text()
     assert old in text
     file.write_text(text.replace(old, new))
+
+
+def roles_ensure() -> None:
+    """The role groups with their permissions, as migration 0002 writes them (flushing the database
+    after a transactional test removes them; the permissions themselves are recreated)."""
+    permissions = Permission.objects.filter(content_type__app_label__in=["diagnoses", "rules"]).select_related(
+        "content_type"
+    )
+    for role, patterns in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        group.permissions.set(
+            p for p in permissions if any(fnmatchcase(f"{p.content_type.app_label}.{p.codename}", x) for x in patterns)
+        )

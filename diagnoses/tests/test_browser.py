@@ -12,11 +12,24 @@ from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from diagnoses.models import Attempt, Review
-from diagnoses.tests.stored import PASSWORD, person, replace_in, store
+from diagnoses.tests.stored import PASSWORD, person, replace_in, roles_ensure, store
 from triage.roles import TRIAGER, VIEWER
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)  # the live server's thread sees committed rows only
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture(autouse=True)
+def roles(transactional_db):
+    roles_ensure()  # an earlier transactional test's flush removed the groups
+
+
+@pytest.fixture(scope="module", autouse=True)
+def roles_after(django_db_blocker):
+    """Leave the groups for the tests after these (each test ends with a flush)."""
+    yield
+    with django_db_blocker.unblock():
+        roles_ensure()
 
 
 def sign_in(page: Page, live_server, username: str) -> None:
