@@ -150,14 +150,9 @@ def node_find(*, cluster: str, name: str) -> Node | None:
     return Node.objects.select_related("cluster").filter(cluster__name=cluster, name=name).first()
 
 
-def _current(diagnoses: QuerySet[Diagnosis]) -> QuerySet[Diagnosis]:
-    """Only the diagnoses that are their attempt's current one."""
-    return diagnoses.filter(attempt__current_diagnosis=F("pk"))
-
-
 def node_root_causes(node: Node, *, since: datetime | None = None) -> list[dict]:
     """How often the node was the root cause (current diagnoses), by domain and subdomain, most first."""
-    diagnoses = _current(Diagnosis.objects.filter(root_cause_nodes=node))
+    diagnoses = Diagnosis.objects.filter(root_cause_nodes=node, attempt__current_diagnosis=F("pk"))
     if since is not None:
         diagnoses = diagnoses.filter(attempt__end__gte=since)
     return list(diagnoses.values("domain", "subdomain").annotate(count=Count("pk")).order_by("-count", "subdomain"))
@@ -172,16 +167,12 @@ def node_attempts(node: Node) -> QuerySet[Attempt]:
 def node_events_recent(node: Node, *, limit: int = 30) -> list[NodeEvent]:
     """The node's latest events in its attempts' current diagnoses."""
     return list(
-        _node_events(node)
+        NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
         .select_related("diagnosis__attempt__job")
         .only("time", "role", "rule", "text", "ref", "count", "diagnosis__attempt__number",
               "diagnosis__attempt__job__job_id")
         .order_by("-time", "-pk")[:limit]
     )  # fmt: skip
-
-
-def _node_events(node: Node) -> QuerySet[NodeEvent]:
-    return NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
 
 
 # Overview ----------------------------------------------------------------------------------------
