@@ -30,6 +30,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
 
 test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Prometheus, installs Chromium, when missing)
 	scripts/services.sh
+	scripts/browser.sh
 	scripts/slurm.sh
 	scripts/browser.sh
 	PYTHON=$(BIN)/python scripts/prometheus.sh
@@ -45,6 +46,7 @@ bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 	$(BIN)/python bench/engine.py
 	scripts/services.sh
 	$(BIN)/python bench/pipeline.py
+	$(BIN)/python bench/pages.py
 
 score: $(STAMP) ## Score the engine on ../shared/scenarios/dev (when that folder exists)
 	. $(BIN)/activate && python3 ../shared/tools/score.py ../shared/scenarios/dev -- python manage.py diagnose

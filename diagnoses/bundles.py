@@ -18,6 +18,7 @@ import tarfile
 import tempfile
 import uuid
 import zlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -201,6 +202,31 @@ def store_context(relative: str, context: AttemptContext) -> None:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def archive_stream(relative: str, top: str) -> Iterator[bytes]:
+    """The stored bundle as a ``.tar.gz`` (its files under the directory ``top``), produced piece by
+    piece: a bundle of gigabytes is sent without being held in memory or written to disk."""
+    bundle = path_of(relative)
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip format
+    for directory, subdirs, files in os.walk(bundle):
+        subdirs.sort()
+        here = Path(directory)
+        for name in sorted(files):
+            file = here / name
+            info = tarfile.TarInfo(f"{top}/{file.relative_to(bundle).as_posix()}")
+            stat = file.stat()
+            info.size, info.mtime, info.mode = stat.st_size, int(stat.st_mtime), 0o644
+            yield compressor.compress(info.tobuf(format=tarfile.PAX_FORMAT))
+            with open(file, "rb") as source:
+                left = info.size
+                while left > 0 and (chunk := source.read(min(CHUNK, left))):
+                    left -= len(chunk)
+                    yield compressor.compress(chunk)
+            # a file that shrank while being read is padded to its announced size, then to a block
+            yield compressor.compress(bytes(left + (-info.size % tarfile.BLOCKSIZE)))
+    yield compressor.compress(bytes(2 * tarfile.BLOCKSIZE))  # the end-of-archive marker
+    yield compressor.flush()
 
 
 def export(relative: str, destination: Path) -> None:

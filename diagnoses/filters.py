@@ -5,6 +5,7 @@ from datetime import UTC
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
@@ -57,6 +58,7 @@ class AttemptFilter(django_filters.FilterSet):
     user = django_filters.CharFilter()
     ended_after = UtcIsoDateTimeFilter(field_name="end", lookup_expr="gte", help_text="Ended at or after")
     ended_before = UtcIsoDateTimeFilter(field_name="end", lookup_expr="lt", help_text="Ended before")
+    q = django_filters.CharFilter(method="filter_text", help_text="The job's name or id contains this (any case)")
 
     class Meta:
         model = Attempt
@@ -64,6 +66,9 @@ class AttemptFilter(django_filters.FilterSet):
 
     def filter_node(self, queryset, name, value):
         return queryset.filter(pk__in=Attempt.nodes.through.objects.filter(node__name=value).values("attempt_id"))
+
+    def filter_text(self, queryset, name, value):
+        return queryset.filter(Q(job__name__icontains=value) | Q(job__job_id__icontains=value))
 
 
 class JobFilter(django_filters.FilterSet):

@@ -185,9 +185,11 @@ class Attempt(models.Model):
         constraints = [models.UniqueConstraint(fields=["job", "number"], name="diagnoses_attempt_unique")]
         indexes = [
             models.Index(fields=["cluster", "-end"], name="attempt_cluster_end"),
-            models.Index(fields=["-end"], name="attempt_end"),
-            models.Index(fields=["state"], name="attempt_state"),
-            models.Index(fields=["user"], name="attempt_user"),
+            # the pages list attempts by (column, id): one index per sortable column (diagnoses.paging)
+            models.Index(fields=["-end", "-id"], name="attempt_end_id"),
+            models.Index(fields=["state", "id"], name="attempt_state_id"),
+            models.Index(fields=["user", "id"], name="attempt_user_id"),
+            models.Index(fields=["name", "id"], name="attempt_name_id"),
             models.Index(fields=["analysis_state", "state_changed"], name="attempt_analysis"),
         ]
 

@@ -29,6 +29,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
     "rules",
     "diagnoses",
 ]
@@ -42,6 +44,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "triage.urls"
@@ -133,6 +136,10 @@ FAULTLINE_BATCH_TIME_LIMIT = env_int("FAULTLINE_BATCH_TIME_LIMIT", 240)
 FAULTLINE_SOURCE_BACKOFF = env_int("FAULTLINE_SOURCE_BACKOFF", 60)
 FAULTLINE_BACKOFF_MAX = env_int("FAULTLINE_BACKOFF_MAX", 3600)
 FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
+# The node page: a node that was the root cause of at least FAULTLINE_REPEAT_OFFENDER_COUNT attempts
+# that ended in the last FAULTLINE_REPEAT_OFFENDER_DAYS days is badged a repeat offender.
+FAULTLINE_REPEAT_OFFENDER_COUNT = env_int("FAULTLINE_REPEAT_OFFENDER_COUNT", 3)
+FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
 
 # The API: token or session authentication everywhere, one error format (triage/api.py).
 REST_FRAMEWORK = {
@@ -165,7 +172,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "triage.api.document_errors"],
 }
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "landing"
+LOGIN_REDIRECT_URL = "diagnoses:overview"
 
 LOGGING = {
     "version": 1,

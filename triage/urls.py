@@ -4,10 +4,9 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from diagnoses import cluster_views
-from triage import views
 
 urlpatterns = [
-    path("", views.landing, name="landing"),
+    path("", include("diagnoses.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -1,0 +1,230 @@
+"""The attempt timeline's layout: one swimlane per node, events as marks, scheduler transitions as
+markers. Pure geometry: events in, positions out; the template draws the SVG.
+
+Marks of one role that fall within a few pixels of each other on a lane are drawn as one mark that
+counts them (800,000 copies of one Xid line are one mark). Attempts of ``FULL_LANES`` nodes or more
+show only the interesting nodes (root cause, candidates, evidence, then the earliest causes and
+cascades) and collapse the rest into one counted lane.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+WIDTH = 1000
+LABEL_WIDTH = 190  # node names on the left
+LABEL_CHARS = 25  # characters of a node name that fit there
+PLOT_RIGHT = WIDTH - 12
+AXIS_HEIGHT = 26
+LANE_HEIGHT = 22
+BUCKET = 4  # marks of one role closer than this (in x) on a lane are merged
+FULL_LANES = 100  # from this many nodes on, only the interesting ones get a lane
+INTERESTING_LANES = 24
+ROLE_ORDER = ("context", "teardown", "cascade", "candidate", "root_cause")  # drawing order: causes on top
+TICK_STEPS = [
+    timedelta(seconds=s)
+    for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    """What the timeline needs of a node event (``NodeEvent`` rows are adapted to this)."""
+
+    node: str | None
+    time: datetime | None
+    role: str
+    rule: str
+    text: str
+    ref: str
+    count: int
+    kind: str
+
+
+@dataclass
+class Mark:
+    x: float
+    role: str
+    count: int  # events merged into this mark (their counts summed)
+    time: datetime
+    rule: str
+    text: str  # the first event's line
+    ref: str
+    evidence: int | None = None  # the evidence row showing this line, if any
+
+    @property
+    def label(self) -> str:
+        """The mark's accessible name."""
+        what = self.role.replace("_", " ")
+        more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+        return f"{what}: {self.rule} at {self.time:%H:%M:%S}{more}"
+
+
+@dataclass
+class Lane:
+    name: str | None  # the node; None for the scheduler lane and the collapsed lane
+    title: str
+    y: float = 0
+    root_cause: bool = False
+    marks: list[Mark] = field(default_factory=list)
+
+    @property
+    def middle(self) -> float:
+        return self.y + LANE_HEIGHT / 2
+
+    @property
+    def label(self) -> str:
+        """The title shortened in the middle (node names differ at their ends: ``pool-98346da9-5ada``)."""
+        if len(self.title) <= LABEL_CHARS:
+            return self.title
+        keep = LABEL_CHARS - 1
+        return f"{self.title[: keep // 2]}…{self.title[-(keep - keep // 2) :]}"
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A scheduler transition: the attempt's start and end, drawn across every lane."""
+
+    x: float
+    label: str
+    time: datetime
+
+
+@dataclass
+class Timeline:
+    start: datetime
+    end: datetime
+    lanes: list[Lane]
+    markers: list[Marker]
+    ticks: list[tuple[float, str]]
+    collapsed: int  # nodes folded into the "other nodes" lane
+    untimed: int  # events without a time (not drawn)
+    width: int = WIDTH
+    label_width: int = LABEL_WIDTH
+    plot_right: int = PLOT_RIGHT
+    axis_height: int = AXIS_HEIGHT
+    lane_height: int = LANE_HEIGHT
+
+    @property
+    def height(self) -> float:
+        return AXIS_HEIGHT + LANE_HEIGHT * len(self.lanes) + 6
+
+
+def layout(
+    *,
+    start: datetime,
+    end: datetime,
+    nodes: list[str],
+    events: list[Event],
+    root_cause_nodes: set[str],
+    highlighted_nodes: set[str],
+    evidence_refs: dict[str, int],
+    transitions: list[tuple[datetime, str]],
+    zoom: bool = False,
+) -> Timeline:
+    """Lay out the attempt's window ``start``..``end`` (with ``zoom``: the span of its events).
+
+    ``highlighted_nodes`` (candidates, evidence nodes) always get a lane; ``evidence_refs`` maps a
+    line's ref to the evidence row that shows it; ``transitions`` are the scheduler's (time, label).
+    """
+    timed = [event for event in events if event.time is not None]
+    if zoom and timed:
+        first, last = min(e.time for e in timed), max(e.time for e in timed)
+        margin = max((last - first) / 20, timedelta(seconds=1))
+        start, end = first - margin, last + margin
+    else:
+        start = min([start, *(e.time for e in timed)])
+        end = max([end, *(e.time for e in timed)])
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x_of(moment: datetime) -> float:
+        return round(LABEL_WIDTH + (moment - start).total_seconds() / span * (PLOT_RIGHT - LABEL_WIDTH), 2)
+
+    by_node: dict[str | None, list[Event]] = defaultdict(list)
+    for event in timed:
+        if start <= event.time <= end:
+            by_node[event.node if event.node in nodes else None].append(event)
+    shown = _shown_nodes(nodes, by_node, root_cause_nodes | highlighted_nodes)
+    lanes = []
+    if by_node.get(None):
+        lanes.append(Lane(name=None, title="scheduler and cluster events"))
+    lanes += [Lane(name=name, title=name, root_cause=name in root_cause_nodes) for name in shown]
+    hidden = [name for name in nodes if name not in set(shown)]
+    if hidden:
+        lanes.append(Lane(name=None, title=f"{len(hidden)} other nodes"))
+    for index, lane in enumerate(lanes):
+        lane.y = AXIS_HEIGHT + index * LANE_HEIGHT
+        if lane.name is not None:
+            members = by_node.get(lane.name, [])
+        elif lane is lanes[-1] and hidden:
+            members = [event for name in hidden for event in by_node.get(name, [])]
+        else:
+            members = by_node.get(None, [])
+        lane.marks = _marks(members, x_of, evidence_refs)
+    markers = [Marker(x_of(moment), label, moment) for moment, label in transitions if start <= moment <= end]
+    return Timeline(
+        start=start,
+        end=end,
+        lanes=lanes,
+        markers=markers,
+        ticks=[(x_of(moment), label) for moment, label in _ticks(start, end)],
+        collapsed=len(hidden),
+        untimed=len(events) - len(timed),
+    )
+
+
+def _shown_nodes(nodes: list[str], by_node: dict, always: set[str]) -> list[str]:
+    """Every node, or for large attempts the interesting ones, in the attempt's node order."""
+    if len(nodes) < FULL_LANES:
+        return list(nodes)
+    chosen = {name for name in nodes if name in always}
+    causes = {"root_cause", "candidate"}
+    chosen |= {name for name in nodes if any(event.role in causes for event in by_node.get(name, ()))}
+    busy = sorted(
+        (min(event.time for event in by_node[name]), name) for name in nodes if by_node.get(name) and name not in chosen
+    )
+    room = max(INTERESTING_LANES - len(chosen), 0)
+    chosen |= {name for _, name in busy[:room]}
+    return [name for name in nodes if name in chosen]
+
+
+def _marks(events: list[Event], x_of, evidence_refs: dict[str, int]) -> list[Mark]:
+    buckets: dict[tuple[int, str], Mark] = {}
+    for event in sorted(events, key=lambda e: (e.time, e.ref)):
+        x = x_of(event.time)
+        key = (int(x // BUCKET), event.role)
+        mark = buckets.get(key)
+        if mark is None:
+            buckets[key] = Mark(
+                x=x,
+                role=event.role,
+                count=event.count,
+                time=event.time,
+                rule=event.rule,
+                text=event.text,
+                ref=event.ref,
+                evidence=evidence_refs.get(event.ref),
+            )
+        else:
+            mark.count += event.count
+            if mark.evidence is None:
+                mark.evidence = evidence_refs.get(event.ref)
+    rank = {role: index for index, role in enumerate(ROLE_ORDER)}
+    return sorted(buckets.values(), key=lambda m: (rank.get(m.role, -1), m.x))
+
+
+def _ticks(start: datetime, end: datetime) -> list[tuple[datetime, str]]:
+    """About six round times across the window, labelled HH:MM:SS (with the date across days)."""
+    span = end - start
+    step = next((s for s in TICK_STEPS if span / s <= 7), TICK_STEPS[-1])
+    seconds = step.total_seconds()
+    first = datetime.fromtimestamp(-(-start.timestamp() // seconds) * seconds, tz=start.tzinfo)
+    ticks = []
+    moment = first
+    while moment <= end:
+        label = f"{moment:%b} {moment.day} {moment:%H:%M}" if step >= timedelta(hours=3) else f"{moment:%H:%M:%S}"
+        ticks.append((moment, label))
+        moment += step
+    return ticks

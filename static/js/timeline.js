@@ -1,0 +1,52 @@
+// The attempt timeline: hovering, focusing or selecting a mark shows its log line under the timeline;
+// selecting a mark that has evidence also scrolls to that line in the evidence trail. No build step.
+(function () {
+  "use strict";
+
+  function show(mark) {
+    var box = document.getElementById("timeline-line");
+    if (!box) return;
+    var where = document.createElement("span");
+    where.className = "small muted";
+    where.textContent = mark.getAttribute("data-where");
+    var line = document.createElement("code");
+    line.textContent = mark.getAttribute("data-line");  // text, never HTML
+    box.replaceChildren(where, document.createElement("br"), line);
+  }
+
+  function select(mark, event) {
+    show(mark);
+    var id = mark.getAttribute("data-evidence");
+    var item = id && document.getElementById("evidence-" + id);
+    if (!item) return;
+    event.preventDefault();
+    document.querySelectorAll(".evidence-item.is-selected").forEach(function (other) {
+      other.classList.remove("is-selected");
+    });
+    item.classList.add("is-selected");
+    item.scrollIntoView({ block: "center" });
+    item.focus({ preventScroll: true });
+    history.replaceState(null, "", "#evidence-" + id);
+  }
+
+  function markOf(event) {
+    return event.target.closest ? event.target.closest(".timeline .mark") : null;
+  }
+
+  document.addEventListener("mouseover", function (event) {
+    var mark = markOf(event);
+    if (mark) show(mark);
+  });
+  document.addEventListener("focusin", function (event) {
+    var mark = markOf(event);
+    if (mark) show(mark);
+  });
+  document.addEventListener("click", function (event) {
+    var mark = markOf(event);
+    if (mark) select(mark, event);
+  });
+  document.addEventListener("keydown", function (event) {
+    var mark = markOf(event);
+    if (mark && !mark.hasAttribute("href") && (event.key === "Enter" || event.key === " ")) select(mark, event);
+  });
+})();
