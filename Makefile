@@ -36,6 +36,11 @@ test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Promet
 	PYTHON=$(BIN)/python scripts/prometheus.sh
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest
 
+screenshots: $(STAMP) ## Refresh the page screenshots in docs/screenshots/ (the browser tests take them)
+	scripts/services.sh
+	scripts/browser.sh
+	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest diagnoses/tests/test_browser.py
+
 lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
@@ -51,4 +56,4 @@ bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 score: $(STAMP) ## Score the engine on ../shared/scenarios/dev (when that folder exists)
 	. $(BIN)/activate && python3 ../shared/tools/score.py ../shared/scenarios/dev -- python manage.py diagnose
 
-.PHONY: help venv run test lint bench score
+.PHONY: help venv run test screenshots lint bench score

@@ -1,9 +1,11 @@
 """The pages in a real browser (Playwright driving Debian's Chromium against the live server):
 sign in, filter the job list, read an attempt's timeline and evidence, review, and the viewer's limits.
 
-Screenshots of each page on the demo data are written to docs/screenshots/ (shown in the README).
+Screenshots of each page on the demo data are written to $FAULTLINE_SCREENSHOTS (default var/screenshots/);
+`make screenshots` refreshes the ones in docs/screenshots/ that the README shows.
 """
 
+import os
 import re
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from diagnoses.tests.stored import PASSWORD, person, replace_in, roles_ensure, s
 from triage.roles import TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the live server's thread sees committed rows only
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))
 
 
 @pytest.fixture(autouse=True)

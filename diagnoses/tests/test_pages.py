@@ -89,7 +89,7 @@ def test_the_navigation_links_the_pages_and_marks_the_current_one(viewer):
     html = viewer.get(reverse("diagnoses:triage-queue")).content.decode()
 
     nav = html[html.index('<nav aria-label="Main">') : html.index("</nav>")]
-    assert re.findall(r'<a href="([^"]+)"', nav) == ["/", "/jobs/", "/triage/", "/api/docs/"]
+    assert re.findall(r'<a href="([^"]+)"', nav) == ["/", "/jobs/", "/triage/", "/rules/", "/clusters/", "/api/docs/"]
     assert '<a href="/triage/" aria-current="page">Triage queue</a>' in nav
 
 
