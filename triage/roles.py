@@ -23,22 +23,28 @@ ROLE_PERMISSIONS = {
 def grant_role_permissions(apps) -> None:
     """Create the role groups (when missing) and give each the permissions its patterns match; a migration
     that adds models runs this again so that the roles cover them."""
-    from fnmatch import fnmatchcase
-
     from django.contrib.auth.management import create_permissions
 
     for config in apps.get_app_configs():  # permissions are normally created after the last migration
         config.models_module = True
         create_permissions(config, apps=apps, verbosity=0)
         config.models_module = None
-    Group = apps.get_model("auth", "Group")
-    Permission = apps.get_model("auth", "Permission")
+    assign_role_permissions(apps.get_model("auth", "Group"), apps.get_model("auth", "Permission"))
+
+
+def assign_role_permissions(group_model, permission_model) -> None:
+    """Give each role group (created when missing) the existing permissions its patterns match.
+
+    Tests call it with the real models to restore the groups a transactional test's flush removed.
+    """
+    from fnmatch import fnmatchcase
+
     permissions = {
         f"{p.content_type.app_label}.{p.codename}": p
-        for p in Permission.objects.filter(content_type__app_label__in=["diagnoses", "rules"]).select_related(
+        for p in permission_model.objects.filter(content_type__app_label__in=["diagnoses", "rules"]).select_related(
             "content_type"
         )
     }
     for role, patterns in ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=role)
+        group, _ = group_model.objects.get_or_create(name=role)
         group.permissions.set(p for name, p in permissions.items() if any(fnmatchcase(name, x) for x in patterns))

@@ -1,13 +1,12 @@
 """Analysed attempts and signed-in people for the page tests (server-side and in the browser)."""
 
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from django.contrib.auth.models import Group, Permission, User
 
 from diagnoses import services
 from diagnoses.models import Attempt
-from triage.roles import ROLE_PERMISSIONS
+from triage.roles import assign_role_permissions
 
 PASSWORD = "a long password for tests"
 
@@ -36,13 +35,5 @@ def replace_in(bundle: Path, relative: str, old: str, new: str) -> None:
 
 
 def roles_ensure() -> None:
-    """The role groups with their permissions, as migration 0002 writes them (flushing the database
-    after a transactional test removes them; the permissions themselves are recreated)."""
-    permissions = Permission.objects.filter(content_type__app_label__in=["diagnoses", "rules"]).select_related(
-        "content_type"
-    )
-    for role, patterns in ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=role)
-        group.permissions.set(
-            p for p in permissions if any(fnmatchcase(f"{p.content_type.app_label}.{p.codename}", x) for x in patterns)
-        )
+    """The role groups with their permissions (flushing the database after a transactional test removes them)."""
+    assign_role_permissions(Group, Permission)

@@ -15,9 +15,10 @@ from playwright.sync_api import expect
 
 from diagnoses import bundles
 from diagnoses.models import Attempt
+from diagnoses.tests.stored import roles_ensure
 from rules.models import Activation, RuleSetRevision
 from rules.services import active_revision
-from rules.tests.workbench import THERMAL_RULE, person, roles_ensure
+from rules.tests.workbench import THERMAL_RULE, person
 from triage.roles import RULE_EDITOR, TRIAGER, VIEWER
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

@@ -7,17 +7,15 @@ that attempt unattributed (DCGM health warnings are its only cause lines).
 from __future__ import annotations
 
 from datetime import timedelta
-from fnmatch import fnmatchcase
 from pathlib import Path
 
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Group, User
 
 from demo.bundles import KINDS
 from demo.sites import DGX_B200
 from diagnoses import services as diagnoses_services
 from diagnoses.models import Attempt
 from diagnoses.tests.bundles import START, write_bundle
-from triage.roles import ROLE_PERMISSIONS
 
 THERMAL_RULE = r"""
 ---
@@ -41,19 +39,6 @@ THERMAL_LINE = (
     "health system Thermal: 'Detected clocks event due to thermal violation in GPU 3. Verify that the cooling on "
     "this machine is functional, including external, thermal material interface, fans, and any other components.'"
 )
-
-
-def roles_ensure() -> None:
-    """The role groups with their permissions (a transactional test's flush empties the groups table)."""
-    permissions = {
-        f"{p.content_type.app_label}.{p.codename}": p
-        for p in Permission.objects.filter(content_type__app_label__in=["diagnoses", "rules"]).select_related(
-            "content_type"
-        )
-    }
-    for role, patterns in ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=role)
-        group.permissions.set(p for name, p in permissions.items() if any(fnmatchcase(name, x) for x in patterns))
 
 
 def person(role: str | None, name: str = "", password: str = "x") -> User:
