@@ -251,9 +251,11 @@ def _root_nodes(events: list[Event], attempt: Attempt) -> list[str]:
 
 
 def _drop_late(candidates: list[Candidate], late_window: float) -> list[Candidate]:
-    if not candidates:
+    """Drop the candidates that began more than ``late_window`` after the first one. Only exact times
+    count: a cause dated by an earlier line of its stream may have begun any time after that line."""
+    exact = {id(c): min((e.time for e in c.events if e.time is not None and e.exact), default=None) for c in candidates}
+    known = [time for time in exact.values() if time is not None]
+    if not known:
         return candidates
-    first = min(c.first for c in candidates)
-    if first == INFINITY:
-        return candidates
-    return [c for c in candidates if c.first == INFINITY or c.first - first <= late_window]
+    first = min(known)
+    return [c for c in candidates if exact[id(c)] is None or exact[id(c)] - first <= late_window]

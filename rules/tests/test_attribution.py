@@ -158,7 +158,7 @@ def test_precedence_beats_an_earlier_application_error_within_the_late_window(tm
 
 def test_a_cause_long_after_the_first_is_a_consequence(tmp_path):
     logs = {
-        "node01/train.log": ["[2026-11-02 09:30:00,000] step", "KeyError: 'x'"],
+        "node01/train.log": ["[2026-11-02 09:30:00,000] KeyError: 'x'"],
         **syslog("node02", ("10:20:07", "NVRM: Xid (PCI:0000:3b:00): 79, GPU")),
     }
     result = run(tmp_path, logs)
@@ -246,3 +246,11 @@ def test_sources_report_what_was_and_was_not_available(tmp_path, state):
     assert sources[("syslog", "ok")] == "1 node, 1 lines"
     assert sources[("system logs", "partial")] == "no system log for node01, node03, node04"
     assert ("metrics", "missing") in sources
+
+
+def test_a_cause_dated_only_by_an_earlier_line_does_not_make_later_causes_late(tmp_path):
+    logs = {
+        "node01/train.log": ["[2026-11-02 09:05:00,000] step 1", "KeyError: 'x'"],  # its time is a lower bound
+        **syslog("node02", ("10:20:07", "NVRM: Xid (PCI:0000:3b:00): 79, GPU")),
+    }
+    assert run(tmp_path, logs)["root_cause"]["rule"] == "gpu.bus"
