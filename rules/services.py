@@ -68,15 +68,6 @@ def revision_create(
         )
 
 
-def ruleset_create(*, name: str, text: str, author=None, description: str = "", message: str = "") -> RuleSetRevision:
-    """A new rule set with ``text`` as its revision 1, made active (nothing runs it unless it is the default)."""
-    with transaction.atomic():
-        ruleset = RuleSet.objects.create(name=name, description=description)
-        revision = revision_create(ruleset=ruleset, text=text, author=author, message=message or "First revision")
-        revision_activate(revision=revision, user=author, message=revision.message)
-    return revision
-
-
 def revision_activate(*, revision: RuleSetRevision, user=None, message: str = "") -> Activation:
     """Make ``revision`` the one active revision of its rule set and log who did it (a rollback when older).
 

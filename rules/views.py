@@ -46,10 +46,6 @@ def _attempt_choices():
     return diagnoses_selectors.attempt_list()[:ATTEMPT_CHOICES]
 
 
-def _attempt_label(attempt: Attempt) -> str:
-    return f"{attempt.cluster.name}/{attempt.job.job_id}#{attempt.number}"
-
-
 # Rule sets and revisions -------------------------------------------------------------------------
 
 

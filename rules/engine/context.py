@@ -48,9 +48,6 @@ class Attempt:
     ranks: dict[int, str] = field(default_factory=dict)
     timezone: str = "UTC"
 
-    def node_of_rank(self, rank: int) -> str | None:
-        return self.ranks.get(rank)
-
 
 @dataclass(frozen=True)
 class LogStream:
