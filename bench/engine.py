@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rules.engine import load_rules  # noqa: E402
-from rules.engine.prefilter import loosen  # noqa: E402
+from engine import load_rules  # noqa: E402
+from engine.prefilter import loosen  # noqa: E402
 
 START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 DURATION = timedelta(hours=6)

@@ -1,7 +1,7 @@
 """The one interface every connector implements, its one error type, and the registry of kinds.
 
 Schedulers discover failed attempts; log sources fetch logs and metric sources fetch series for an
-attempt's nodes and window. All of them return the engine's context types (``rules.engine.context``)
+attempt's nodes and window. All of them return the engine's context types (``engine.context``)
 and raise ``ConnectorError``, whose ``permanent`` flag says whether retrying can help. What a source
 gathered, and what it could not, goes into ``SourceReport``s with status ``ok``, ``partial``,
 ``missing`` or ``error`` and the reason, so the diagnosis shows its gaps.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from rules.engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SourceReport
+from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SourceReport
 
 
 class ConnectorError(Exception):

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from connectors.base import attempt_document, rfc3339
 from connectors.localfiles import LOG_SUFFIXES, SOURCES_FILE
 from connectors.prometheus_format import node_from_labels
-from rules.engine.context import AttemptContext, LogStream, MetricSeries, SchedulerEvent
+from engine.context import AttemptContext, LogStream, MetricSeries, SchedulerEvent
 
 CHUNK = 1 << 20
 

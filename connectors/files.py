@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from connectors.settings import Settings
-from rules.engine.context import LogStream, SourceReport, stream_kind
+from engine.context import LogStream, SourceReport, stream_kind
 
 
 class FileLogSource:

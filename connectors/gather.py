@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from connectors.base import ConnectorError, DiscoveredAttempt, LogSource, MetricSource, Scheduler
-from rules.engine.context import AttemptContext, SourceReport
+from engine.context import AttemptContext, SourceReport
 
 logger = logging.getLogger(__name__)
 

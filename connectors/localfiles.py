@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.prometheus_format import parse_query_range
 from connectors.settings import Settings
-from rules.engine.context import (
+from engine.context import (
     Attempt,
     AttemptContext,
     LogStream,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from rules.engine.context import MetricSeries
+from engine.context import MetricSeries
 
 NODE_LABELS = ("Hostname", "node", "instance")
 

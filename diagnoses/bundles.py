@@ -25,7 +25,7 @@ from django.conf import settings
 
 from connectors.bundle_writer import write_bundle
 from connectors.localfiles import BundleError, parse_attempt
-from rules.engine.context import Attempt, AttemptContext
+from engine.context import Attempt, AttemptContext
 
 ATTEMPT_FILE = "attempt.json"
 CHUNK = 1 << 20

@@ -3,7 +3,7 @@
 from django import forms
 
 from diagnoses.models import Diagnosis, Review
-from rules.engine.taxonomy import DOMAINS, subdomain_known
+from engine.taxonomy import DOMAINS, subdomain_known
 
 NONE = [("", "(none)")]
 VERDICTS = [

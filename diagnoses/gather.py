@@ -26,7 +26,7 @@ from connectors.localfiles import load_bundle
 from diagnoses import bundles
 from diagnoses.connectors import allowed_kinds, backoff_seconds, scheduler_of, source_of
 from diagnoses.models import Attempt, Source
-from rules.engine.context import AttemptContext, SourceReport
+from engine.context import AttemptContext, SourceReport
 
 Gatherer = Callable[[Attempt], AttemptContext]
 GATHERERS: dict[str, Gatherer] = {}

@@ -25,8 +25,8 @@ from diagnoses import bundles
 from diagnoses.connectors import backoff_seconds, scheduler_of
 from diagnoses.gather import gather
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
-from rules.engine import Analysis, to_json
-from rules.engine.context import Attempt as ParsedAttempt
+from engine import Analysis, to_json
+from engine.context import Attempt as ParsedAttempt
 from rules.models import RuleSetRevision
 from rules.selectors import revision_engine
 from rules.services import active_revision

@@ -25,7 +25,7 @@ from diagnoses import bundles, charts, paging, selectors, services, timeline
 from diagnoses.filters import AttemptFilter
 from diagnoses.forms import ReviewForm
 from diagnoses.models import Attempt, Cluster, Diagnosis
-from rules.engine.taxonomy import DOMAINS
+from engine.taxonomy import DOMAINS
 
 REVIEW_PERMISSION = "diagnoses.add_review"
 SORTS = ("end", "name", "user", "state")  # the job list's sortable columns

@@ -9,8 +9,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from diagnoses.api.views import permission
+from engine import RuleSetError
 from rules import permissions, selectors, services
-from rules.engine import RuleSetError
 from rules.models import Activation, RuleSet, RuleSetRevision
 
 

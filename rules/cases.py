@@ -16,8 +16,8 @@ from django.db import transaction
 from connectors.localfiles import load_bundle
 from diagnoses import bundles
 from diagnoses.models import Attempt, Review
+from engine import Engine
 from rules.agreement import differences
-from rules.engine import Engine
 from rules.models import RegressionCase
 
 CASES_DIR = "cases"  # under the bundle root

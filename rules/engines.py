@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from rules.engine import Engine
+from engine import Engine
 from rules.revisions import compile_revision
 
 CACHE_SIZE = 8

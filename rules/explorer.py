@@ -12,9 +12,9 @@ import fnmatch
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from rules.engine.context import stream_kind
-from rules.engine.normalise import Clock, Parsed, parse_line
-from rules.engine.ruleset import Filter, Rule, RuleSet
+from engine.context import stream_kind
+from engine.normalise import Clock, Parsed, parse_line
+from engine.ruleset import Filter, Rule, RuleSet
 
 LOG_KINDS = ("system", "app", "scheduler", "events")
 

@@ -8,9 +8,9 @@ as revision 1 compile to the same rule set, with the same digest.
 from dataclasses import replace
 from pathlib import Path
 
-from rules.engine import parse_ruleset
-from rules.engine.loader import read_rule_files
-from rules.engine.ruleset import RuleSet
+from engine import parse_ruleset
+from engine.loader import read_rule_files
+from engine.ruleset import RuleSet
 
 
 def pack_text(path: str | Path) -> str:

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 
-from rules.engine import Engine
+from engine import Engine
 from rules.engines import ENGINE_CACHE, engine_for
 from rules.models import Activation, RuleSet, RuleSetRevision
 from rules.revisions import compile_revision, pack_text

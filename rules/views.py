@@ -20,11 +20,11 @@ from django_htmx.http import HttpResponseStopPolling
 from diagnoses import selectors as diagnoses_selectors
 from diagnoses.gather import gather
 from diagnoses.models import Attempt, Diagnosis, Review
+from engine import RuleSetError, parse_ruleset
+from engine.context import stream_kind
 from rules import agreement, permissions, selectors, services
 from rules.batches import FilterRejected, batch_cancel, batch_start
 from rules.cases import CaseRejected, case_promote, cases_run
-from rules.engine import RuleSetError, parse_ruleset
-from rules.engine.context import stream_kind
 from rules.explorer import LOG_KINDS, explore
 from rules.models import BatchRun, RegressionCase, RuleSet, RuleSetRevision
 

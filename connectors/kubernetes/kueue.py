@@ -28,7 +28,7 @@ from connectors.base import ConnectorError, DiscoveredAttempt, rfc3339
 from connectors.kubernetes.api import KubernetesApi, NotFound
 from connectors.localfiles import parse_time
 from connectors.settings import Settings
-from rules.engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, SourceReport
+from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, SourceReport
 
 GROUP, VERSION, PLURAL = "kueue.x-k8s.io", "v1beta1", "workloads"
 POD_SELECTORS = {

@@ -31,7 +31,7 @@ from string import Template
 from connectors.base import ConnectorError
 from connectors.http_client import HttpClient
 from connectors.settings import Settings
-from rules.engine.context import LogStream, SourceReport, stream_kind
+from engine.context import LogStream, SourceReport, stream_kind
 
 
 @dataclass

@@ -26,7 +26,7 @@ from connectors.base import ConnectorError
 from connectors.http_client import HttpClient
 from connectors.prometheus_format import NODE_LABELS, series_of_document
 from connectors.settings import Settings
-from rules.engine.context import MetricSeries, SourceReport
+from engine.context import MetricSeries, SourceReport
 
 DEFAULT_QUERIES = {
     "xid": 'DCGM_FI_DEV_XID_ERRORS{$node_label=~"$nodes"}',

@@ -32,7 +32,7 @@ from connectors.base import ConnectorError, DiscoveredAttempt, rfc3339
 from connectors.localfiles import parse_time
 from connectors.settings import Settings
 from connectors.slurm.records import SACCT_FIELDS, SacctRecord, parse_sacct, parse_scontrol_job
-from rules.engine.context import Attempt, AttemptContext, LogStream, SourceReport
+from engine.context import Attempt, AttemptContext, LogStream, SourceReport
 
 FAILURE_STATES = ("FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
                   "DEADLINE", "REQUEUED")  # fmt: skip

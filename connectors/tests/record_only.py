@@ -1,6 +1,6 @@
 """A scheduler that knows an attempt's record and nothing else, for tests of log and metric sources."""
 
-from rules.engine.context import AttemptContext
+from engine.context import AttemptContext
 
 
 class RecordOnly:

@@ -11,8 +11,8 @@ import pytest
 from connectors.bundle_writer import write_bundle
 from connectors.localfiles import SOURCES_FILE, load_bundle
 from demo.bundles import KINDS, example
-from rules.engine import Engine, load_rules, to_json
-from rules.engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, SourceReport
+from engine import Engine, load_rules, to_json
+from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, SourceReport
 
 ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)

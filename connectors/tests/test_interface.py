@@ -17,7 +17,7 @@ from connectors.http_client import HttpClient
 from connectors.localfiles import BundleFolder, scan_folder
 from connectors.settings import SettingError, Settings
 from connectors.tests.http_double import HttpDouble
-from rules.engine.context import Attempt, AttemptContext, LogStream, SourceReport
+from engine.context import Attempt, AttemptContext, LogStream, SourceReport
 
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 END = datetime(2026, 11, 2, 11, 0, tzinfo=UTC)

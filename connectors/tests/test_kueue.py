@@ -11,7 +11,7 @@ from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import gather
 from connectors.kubernetes.kueue import KueueScheduler
 from connectors.tests.kubernetes_double import KubernetesDouble, parse_bool
-from rules.engine import Engine, load_rules
+from engine import Engine, load_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 

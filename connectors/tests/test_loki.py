@@ -12,8 +12,8 @@ from connectors.gather import gather
 from connectors.loki.source import LokiLogSource
 from connectors.tests.loki_double import LokiDouble
 from connectors.tests.record_only import RecordOnly
-from rules.engine import Engine, load_rules
-from rules.engine.context import Attempt
+from engine import Engine, load_rules
+from engine.context import Attempt
 
 ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)

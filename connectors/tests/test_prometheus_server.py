@@ -13,8 +13,8 @@ from connectors.base import DiscoveredAttempt
 from connectors.gather import gather
 from connectors.prometheus.source import PrometheusMetricSource
 from connectors.tests.record_only import RecordOnly
-from rules.engine import Engine, load_rules
-from rules.engine.context import Attempt
+from engine import Engine, load_rules
+from engine.context import Attempt
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.prometheus

@@ -24,7 +24,7 @@ from connectors.base import DiscoveredAttempt, rfc3339
 from connectors.gather import gather
 from connectors.localfiles import load_bundle
 from connectors.slurm.scheduler import SlurmScheduler
-from rules.engine import Engine, load_rules
+from engine import Engine, load_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [

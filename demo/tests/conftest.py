@@ -1,6 +1,6 @@
 import pytest
 
-from rules.engine import Engine, load_rules
+from engine import Engine, load_rules
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 from connectors.localfiles import load_bundle
 from demo.bundles import KINDS, example, verdict
 from demo.sites import DGX_B200, GKE_A3_ULTRA
-from rules.engine import to_json
+from engine import to_json
 
 SEEDS = (1, 2)  # with two seeds, a kind that runs on Slurm and Kueue is written for both
 START = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, NodeEvent, Review, Source
 from diagnoses.selectors import cluster_status
-from rules.engine.taxonomy import DOMAINS
+from engine.taxonomy import DOMAINS
 
 
 def node_names():

@@ -41,7 +41,7 @@ from diagnoses.filters import (
     NodeEventFilter,
     ReviewFilter,
 )
-from rules.engine import to_json
+from engine import to_json
 from rules.selectors import engine_current
 
 BUNDLE_BODY = {"application/gzip": OpenApiTypes.BINARY, "multipart/form-data": BundleUploadSerializer}

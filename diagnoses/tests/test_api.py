@@ -11,7 +11,7 @@ from diagnoses import services
 from diagnoses.models import Attempt, Diagnosis, Review
 from diagnoses.tests.bundles import START, tar_gz
 from diagnoses.tests.conftest import staging_left, stored_bundles
-from rules.tests.bundles import diagnose_command
+from engine.tests.bundles import diagnose_command
 from triage.roles import TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db

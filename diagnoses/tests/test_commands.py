@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from diagnoses.models import Attempt, Diagnosis
 from diagnoses.tests.bundles import START
-from rules.tests.bundles import diagnose_command
+from engine.tests.bundles import diagnose_command
 
 pytestmark = pytest.mark.django_db(transaction=True)  # commands commit, and analysis runs on commit
 

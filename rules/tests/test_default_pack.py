@@ -1,6 +1,6 @@
 """The default pack on whole failures, written from how these jobs fail (docs of the field guide)."""
 
-from rules.tests.bundles import diagnose_bundle, write_bundle
+from engine.tests.bundles import diagnose_bundle, write_bundle
 
 NODES = ["node01", "node02", "node03", "node04"]
 

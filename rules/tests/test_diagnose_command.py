@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rules.tests.bundles import diagnose_command, write_bundle
+from engine.tests.bundles import diagnose_command, write_bundle
 
 XID_79 = {
     "node02/syslog.log": ["Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."]

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 from django.conf import settings
 
-from rules.engine import load_rules, parse_ruleset
+from engine import load_rules, parse_ruleset
 from rules.explorer import explore
 from rules.revisions import pack_text
 from rules.tests.workbench import THERMAL_LINE, THERMAL_RULE

@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.db import IntegrityError
 
-from rules.engine import load_rules
+from engine import load_rules
 from rules.engines import engine_for
 from rules.models import RuleSet, RuleSetRevision
 from rules.revisions import compile_revision, pack_text

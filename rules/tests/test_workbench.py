@@ -10,9 +10,9 @@ from django.core.management import call_command
 
 from diagnoses import services as diagnoses_services
 from diagnoses.models import Attempt, Diagnosis
+from engine import RuleSetError
 from rules import batches, selectors, services
 from rules.cases import CaseRejected, case_promote, cases_run
-from rules.engine import RuleSetError
 from rules.models import Activation, BatchRun, RuleSetRevision
 from rules.tests.workbench import HOT_NODE, THERMAL_RULE
 

@@ -12,7 +12,7 @@ import sys
 from django.core.management.base import BaseCommand
 
 from connectors.localfiles import BundleError, load_bundle
-from rules.engine import Engine, RuleSetError, load_rules, to_json, to_text
+from engine import Engine, RuleSetError, load_rules, to_json, to_text
 from rules.engines import ENGINE_CACHE
 from rules.selectors import engine_current
 

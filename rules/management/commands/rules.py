@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from rules.engine import RuleSetError
+from engine import RuleSetError
 from rules.models import RuleSet, RuleSetRevision
 from rules.revisions import pack_text
 from rules.selectors import DEFAULT_RULESET, revision_active

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
+from engine import Engine, RuleSetError, load_rules
 from rules.cases import cases_run, directory_cases_run
-from rules.engine import Engine, RuleSetError, load_rules
 from rules.engines import ENGINE_CACHE
 from rules.selectors import revision_engine
 from rules.services import active_revision

@@ -2,8 +2,8 @@
 
 import pytest
 
-from rules.engine import Engine, parse_ruleset
-from rules.tests.bundles import diagnose_bundle, write_bundle
+from engine import Engine, parse_ruleset
+from engine.tests.bundles import diagnose_bundle, write_bundle
 
 RULES = """
 x-cascade: &cascade

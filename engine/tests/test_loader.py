@@ -2,7 +2,7 @@
 
 import pytest
 
-from rules.engine import RuleSetError, load_rules, parse_ruleset
+from engine import RuleSetError, load_rules, parse_ruleset
 
 GOOD = """
 rules:
@@ -110,7 +110,7 @@ def test_the_documented_rules_load_with_the_default_pack():
     import re
     from pathlib import Path
 
-    from rules.engine.loader import read_rule_files
+    from engine.loader import read_rule_files
 
     docs = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
     pack = read_rule_files("rules/packs/default")

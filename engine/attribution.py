@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from rules.engine.context import Attempt
-from rules.engine.events import Event
-from rules.engine.ruleset import RuleSet, Selector
+from engine.context import Attempt
+from engine.events import Event
+from engine.ruleset import RuleSet, Selector
 
 INFINITY = float("inf")
 

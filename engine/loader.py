@@ -15,7 +15,7 @@ from pathlib import Path
 import re2
 import yaml
 
-from rules.engine.ruleset import (
+from engine.ruleset import (
     NODE_MODES,
     ROLES,
     SCOPES,
@@ -31,7 +31,7 @@ from rules.engine.ruleset import (
     Settings,
     SilenceCondition,
 )
-from rules.engine.taxonomy import DOMAINS, subdomain_known
+from engine.taxonomy import DOMAINS, subdomain_known
 
 LOG_KINDS = ("system", "app", "scheduler", "events")
 RULE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")

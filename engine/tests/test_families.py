@@ -4,11 +4,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rules.engine.context import Attempt, LogStream
-from rules.engine.extract import NodeNames
-from rules.engine.normalise import Clock
-from rules.tests.bundles import default_engine
-from rules.tests.real_lines import REAL_LINES
+from engine.context import Attempt, LogStream
+from engine.extract import NodeNames
+from engine.normalise import Clock
+from engine.tests.bundles import default_engine
+from engine.tests.real_lines import REAL_LINES
 
 ATTEMPT = Attempt(
     cluster="c", scheduler="slurm", job_id="1", attempt=0, nodes=("n1",), state="FAILED",

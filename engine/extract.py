@@ -12,11 +12,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from rules.engine.context import AttemptContext, LogStream
-from rules.engine.events import Event
-from rules.engine.normalise import AUDIT_ANCHOR, BOOT_START, RTC_ANCHOR, BootClock, Clock, Parsed, parse_line
-from rules.engine.prefilter import Prefilter
-from rules.engine.ruleset import Rule, RuleSet
+from engine.context import AttemptContext, LogStream
+from engine.events import Event
+from engine.normalise import AUDIT_ANCHOR, BOOT_START, RTC_ANCHOR, BootClock, Clock, Parsed, parse_line
+from engine.prefilter import Prefilter
+from engine.ruleset import Rule, RuleSet
 
 BLOCK_BYTES = 8 << 20
 MAX_LINE_BYTES = 16 << 20  # longer lines are matched in pieces of this size (a match across pieces is lost)

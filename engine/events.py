@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rules.engine.ruleset import Rule, render
+from engine.ruleset import Rule, render
 
 
 @dataclass(eq=False, slots=True)

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 import pytest
 
 from connectors.localfiles import load_bundle
-from rules.engine import parse_ruleset
-from rules.engine.context import LogStream
-from rules.engine.extract import Extractor
-from rules.engine.prefilter import Prefilter, loosen
-from rules.tests.bundles import query_range, write_bundle
+from engine import parse_ruleset
+from engine.context import LogStream
+from engine.extract import Extractor
+from engine.prefilter import Prefilter, loosen
+from engine.tests.bundles import query_range, write_bundle
 
 RULES = """
 rules:
@@ -187,7 +187,7 @@ def test_invalid_utf8_binary_and_huge_lines_are_read_not_fatal(tmp_path):
 
 
 def test_a_line_longer_than_a_block_is_matched_in_pieces(tmp_path, monkeypatch):
-    import rules.engine.extract as extract_module
+    import engine.extract as extract_module
 
     monkeypatch.setattr(extract_module, "BLOCK_BYTES", 256)
     monkeypatch.setattr(extract_module, "MAX_LINE_BYTES", 512)
@@ -214,7 +214,7 @@ def test_prefilter_loosening_keeps_a_superset():
 
 
 def test_hyperscan_and_re2_set_find_the_same_candidate_lines(monkeypatch):
-    import rules.engine.prefilter as prefilter
+    import engine.prefilter as prefilter
 
     patterns = [r"NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+)", r"(?i)link down", r"^KeyError: "]
     block = b"a\nNVRM: Xid (PCI:0:1): 79, x\nmlx5 Link DOWN\n[rank1]: KeyError: 'x'\nnothing\n"

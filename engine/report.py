@@ -10,11 +10,11 @@ import json
 from collections import defaultdict
 from datetime import UTC, datetime
 
-from rules.engine.attribution import Attribution, Candidate
-from rules.engine.context import STREAM_KINDS, AttemptContext
-from rules.engine.events import Event
-from rules.engine.extract import StreamStats
-from rules.engine.ruleset import RuleSet
+from engine.attribution import Attribution, Candidate
+from engine.context import STREAM_KINDS, AttemptContext
+from engine.events import Event
+from engine.extract import StreamStats
+from engine.ruleset import RuleSet
 
 SCHEMA = "faultline.diagnosis/v1"
 ROLE_ORDER = {"root_cause": 0, "candidate": 0, "cascade": 1, "teardown": 2, "context": 3}

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rules.engine.normalise import BootClock, Clock, parse_line
+from engine.normalise import BootClock, Clock, parse_line
 
 
 def utc(*args) -> float:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from connectors.localfiles import load_bundle
-from rules.engine import Engine, load_rules
+from engine import Engine, load_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PACK = ROOT / "rules" / "packs" / "default"

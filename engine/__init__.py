@@ -7,13 +7,13 @@ The same context and rule set give byte-identical output.
 from dataclasses import dataclass
 from pathlib import Path
 
-from rules.engine.attribution import attribute
-from rules.engine.context import AttemptContext
-from rules.engine.events import Event
-from rules.engine.extract import Extractor
-from rules.engine.loader import RuleError, RuleSetError, load_rules, parse_ruleset
-from rules.engine.report import build, to_json, to_text
-from rules.engine.ruleset import RuleSet
+from engine.attribution import attribute
+from engine.context import AttemptContext
+from engine.events import Event
+from engine.extract import Extractor
+from engine.loader import RuleError, RuleSetError, load_rules, parse_ruleset
+from engine.report import build, to_json, to_text
+from engine.ruleset import RuleSet
 
 __all__ = [
     "Analysis",

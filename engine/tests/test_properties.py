@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connectors.localfiles import load_bundle
-from rules.engine import to_json
-from rules.tests.bundles import default_engine, write_bundle
+from engine import to_json
+from engine.tests.bundles import default_engine, write_bundle
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
