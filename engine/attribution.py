@@ -40,11 +40,27 @@ class Candidate:
 
     @property
     def first(self) -> float:
-        """When the cause began: its earliest exactly dated event (an inherited time is only a lower bound)."""
+        """When the cause began: its earliest exactly dated event, else the earliest bound of its events."""
         exact = [e.time for e in self.events if e.time is not None and e.exact]
         if exact:
             return min(exact)
         return min((e.time for e in self.events if e.time is not None), default=INFINITY)
+
+    @property
+    def exact(self) -> bool:
+        return any(e.exact and e.time is not None for e in self.events)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The interval in which the cause began: the earliest of its events' intervals."""
+        if self.exact:
+            return self.first, self.first
+        return min(e.low for e in self.events), min(e.high for e in self.events)
+
+    @property
+    def origin(self) -> Event:
+        """The event the cause began with: its earliest by time, then by position in its stream."""
+        return min(self.events, key=Event.sort_key)
 
     @property
     def lead(self) -> Event:
@@ -52,7 +68,11 @@ class Candidate:
         return min(self.events, key=lambda e: (-e.rule.precedence, *e.sort_key()))
 
     def rank_key(self) -> tuple:
-        return (-self.precedence, self.first, -self.explained, self.domain, self.subdomain, tuple(self.nodes))
+        origin = self.origin
+        return (
+            -self.precedence, self.first, -self.explained, origin.ref_path(), origin.ref_line(),
+            self.domain, self.subdomain, tuple(self.nodes),
+        )  # fmt: skip
 
 
 @dataclass
@@ -67,6 +87,8 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
     start, end = attempt.start.timestamp(), attempt.end.timestamp()
     nodes = set(attempt.nodes)
     low, high = start - settings.scope_margin, end + settings.scope_margin
+    for event in events:
+        _bound(event, start, end)
     scoped = sorted((e for e in events if _in_scope(e, nodes, low, high)), key=Event.sort_key)
     scoped = _apply_conditions(scoped)
 
@@ -118,7 +140,7 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
         c
         for c in candidates[1:]
         if top.precedence - c.precedence <= settings.ambiguity_precedence
-        and abs(c.first - top.first) <= settings.ambiguity_window
+        and _apart(top, c) <= settings.ambiguity_window
         and c.nodes != top.nodes  # on the same nodes it is one fault seen twice: rank it
     ]
     chosen = [top, *tied]
@@ -128,12 +150,35 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
     return Attribution("ambiguous" if tied else "attributed", chosen, scoped)
 
 
+def _bound(event: Event, start: float, end: float) -> None:
+    """Give every event an interval: an exact time is its own; an unknown bound is the attempt's window's."""
+    if event.exact:
+        event.low = event.high = event.time
+        return
+    if event.low is None:
+        event.low = min(start, event.high) if event.high is not None else start
+    if event.high is None:
+        event.high = max(end, event.low)
+
+
 def _in_scope(event: Event, nodes: set[str], low: float, high: float) -> bool:
+    if event.kind == "app":
+        if not event.exact:
+            return True  # the workload's own output, dated only by the lines around it
+        if event.node is not None and event.node not in nodes:
+            return low <= event.time <= high  # a host the workload itself names (a redacted or unlisted one)
     if event.node is not None and event.node not in nodes:
         return False
-    if event.kind == "app" and not event.exact:
-        return True  # the workload's own output, dated only by an earlier line
-    return event.time is not None and low <= event.time <= high
+    return event.high >= low and event.low <= high
+
+
+def _apart(first: Candidate, other: Candidate) -> float:
+    """How far apart two candidates began at least (0 when their intervals overlap). Two inexact causes on
+    the same stream are ordered by their lines: they are never simultaneous."""
+    if not (first.exact or other.exact) and first.origin.ref_path() == other.origin.ref_path():
+        return INFINITY
+    (a_low, a_high), (b_low, b_high) = first.bounds, other.bounds
+    return max(0.0, b_low - a_high, a_low - b_high)
 
 
 def _apply_conditions(events: list[Event]) -> list[Event]:
@@ -154,9 +199,9 @@ def _apply_conditions(events: list[Event]) -> list[Event]:
                 dropped.update(bucket)
     for event in events:
         rule = event.rule
-        if rule.solo and _any_near(event, rule.solo, events, by_rule):
+        if any(_any_near(event, selector, events, by_rule) for selector in rule.solo):
             dropped.add(event)
-        if rule.not_solo and not _any_near(event, rule.not_solo, events, by_rule):
+        if not all(_any_near(event, selector, events, by_rule) for selector in rule.not_solo):
             dropped.add(event)
     return [e for e in events if e not in dropped]
 
@@ -183,7 +228,7 @@ def _any_near(event: Event, selector: Selector, events: list[Event], by_rule) ->
             continue
         if selector.scope == "node" and other.node != event.node:
             continue
-        if selector.in_window(event.time, other.time, event.exact, other.exact):
+        if selector.in_window(event.low, event.high, other.low, other.high):
             return True
     return False
 
@@ -206,7 +251,7 @@ def _explanations(causes: list[Event], by_rule, ruleset: RuleSet) -> dict[Event,
                     continue
                 if selector.scope == "node" and (other.node is None or other.node != cause.node):
                     continue
-                if not selector.in_window(cause.time, other.time, cause.exact, other.exact):
+                if not selector.in_window(cause.low, cause.high, other.low, other.high):
                     continue
                 found.append((other, mode))
         if found:
@@ -251,11 +296,11 @@ def _root_nodes(events: list[Event], attempt: Attempt) -> list[str]:
 
 
 def _drop_late(candidates: list[Candidate], late_window: float) -> list[Candidate]:
-    """Drop the candidates that began more than ``late_window`` after the first one. Only exact times
-    count: a cause dated by an earlier line of its stream may have begun any time after that line."""
-    exact = {id(c): min((e.time for e in c.events if e.time is not None and e.exact), default=None) for c in candidates}
-    known = [time for time in exact.values() if time is not None]
+    """Drop the candidates that began more than ``late_window`` after the first one: after the earliest
+    exact start, judged by each candidate's earliest possible start (an inexact time counts by its
+    interval, so a cause that may have begun in time is kept)."""
+    known = [c.first for c in candidates if c.exact]
     if not known:
         return candidates
     first = min(known)
-    return [c for c in candidates if exact[id(c)] is None or exact[id(c)] - first <= late_window]
+    return [c for c in candidates if c.bounds[0] - first <= late_window]

@@ -14,8 +14,8 @@ from engine.ruleset import Rule, render
 class Event:
     rule: Rule
     node: str | None
-    time: float | None  # unix seconds; None when nothing in the stream dates it
-    exact: bool  # False when the time was inherited from an earlier line of the stream
+    time: float | None  # unix seconds: the line's own time, else its earliest bound; None when nothing dates it
+    exact: bool  # True when the line carries its own exact time (or a kernel uptime resolved by a boot anchor)
     source: str  # stream name, event source, metric name or "attempt"
     kind: str  # system | app | scheduler | events | metrics
     ref: str  # where it is: "logs/node02/syslog.log:4182"
@@ -23,6 +23,8 @@ class Event:
     captures: dict[str, str] = field(default_factory=dict)
     count: int = 1
     last: float | None = None
+    low: float | None = None  # for an inexact time: the bounds its stream neighbours (or a coarse stamp) give;
+    high: float | None = None  # None where no bound is known (the attempt's window stands in)
     role: str = ""  # final role: root_cause, candidate, cascade, teardown, context
 
     def sort_key(self) -> tuple:

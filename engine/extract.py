@@ -8,8 +8,8 @@ the size of a stream: a block at a time, and a capped number of distinct events 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.context import AttemptContext, LogStream
@@ -17,10 +17,10 @@ from engine.events import Event
 from engine.normalise import AUDIT_ANCHOR, BOOT_START, RTC_ANCHOR, BootClock, Clock, Parsed, parse_line
 from engine.prefilter import Prefilter
 from engine.ruleset import Rule, RuleSet
+from engine.timing import BlockTimes, Stamp, own_stamp
 
 BLOCK_BYTES = 8 << 20
 MAX_LINE_BYTES = 16 << 20  # longer lines are matched in pieces of this size (a match across pieces is lost)
-INHERIT_LOOKBACK = 2000  # lines searched backwards for a timestamp to inherit
 EVENTS_PER_RULE = 500  # distinct events kept per rule and stream; further ones only count
 ANCHORS = (RTC_ANCHOR.pattern, AUDIT_ANCHOR.pattern, BOOT_START.pattern)
 
@@ -31,8 +31,8 @@ class StreamStats:
     lines: int = 0
     bytes: int = 0
     error: str = ""
-    first: float | None = None
     last: float | None = None
+    progress: dict[tuple[str, str | None], Progress] = field(default_factory=dict)  # by (rule, node)
 
 
 class _Plan:
@@ -65,6 +65,7 @@ class Extractor:
         self.metric_rules = [r for r in ruleset.rules if r.metric]
         self.attempt_rules = [r for r in ruleset.rules if r.attempt]
         self.silence_rules = [r for r in ruleset.rules if r.silence]
+        self.stall_rules = [r for r in ruleset.rules if r.stall]
 
     def extract(self, context: AttemptContext) -> tuple[list[Event], list[StreamStats]]:
         attempt = context.attempt
@@ -77,6 +78,7 @@ class Extractor:
             events.extend(found)
             stats.append(stat)
         events.extend(self.silence_events(context, stats))
+        events.extend(self.stall_events(context, stats))
         events.extend(self.scheduler_events(context, nodes))
         events.extend(self.metric_events(context, nodes))
         events.extend(self.attempt_events(context))
@@ -93,9 +95,15 @@ class Extractor:
         found: dict[tuple, Event] = {}
         per_rule: dict[str, list[Event]] = defaultdict(list)
         boot = BootClock()
-        pending: list[tuple[Event, int, float]] = []  # events dated by kernel uptime, resolved at the end
+        placed: list[_Placement] = []  # each new event's stamps, turned into times once the stream is read
+        waiting: list[_Placement] = []  # events whose later neighbour lies in a later block
+        cadence: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=32))  # latest times of each progress rule
         line_base = 0
-        carried: tuple[float | None, float | None] = (None, None)  # last (time, uptime) of earlier blocks
+        carried: Stamp | None = None  # the stamp at the last line of the earlier blocks
+
+        def parse(raw: bytes) -> Parsed:
+            return parse_line(_decode(raw), clock, system, nodes.knows)
+
         try:
             handle = stream.opener()
         except OSError as exc:
@@ -105,8 +113,15 @@ class Extractor:
             with handle:
                 for block, end in _blocks(handle):  # block[:end] holds whole lines; bytes past end are ignored
                     stat.bytes += end
-                    memo_pos, memo = 0, carried
+                    times = BlockTimes(block, end, parse, carried)
+                    if waiting:
+                        later, further = times.first()
+                        for placement in waiting:
+                            placement.high = later
+                        if not further:
+                            waiting = []
                     cursor_pos, cursor_line = 0, line_base
+                    progressed: dict[tuple[str, str | None], tuple] = {}  # the block's last line of each
                     for line_start, pids in _group(plan.prefilter.scan(block, end) if any(allowed) else []):
                         cursor_line += block.count(b"\n", cursor_pos, line_start)
                         cursor_pos = line_start
@@ -121,12 +136,7 @@ class Extractor:
                                 rule_pids.append(pid)
                         if not rule_pids:
                             continue
-                        parsed = parse_line(text, clock, system)
-                        time, uptime, exact = parsed.time, parsed.uptime, True
-                        if time is None and uptime is None:
-                            time, uptime = _inherit(block, line_start, memo_pos, memo, clock, system)
-                            exact = False
-                        memo_pos, memo = line_start, (time, uptime)
+                        parsed = parse_line(text, clock, system, nodes.knows)
                         node = nodes.place(stream.node, parsed, ranks)
                         for pid in rule_pids:
                             rule, regex, filters = plan.entries[pid]
@@ -139,36 +149,50 @@ class Extractor:
                             event_node = (
                                 nodes.canonical(captures.get(rule.node_from)) or node if rule.node_from else node
                             )
+                            if rule.role == "progress":
+                                progressed[(rule.id, event_node)] = (rule, line_no, parsed, line_start, line_end, text)
+                                if parsed.time is not None:
+                                    cadence[(rule.id, event_node)].append(parsed.time)
+                                continue
                             key = (rule.id, event_node, parsed.message[:2000])
                             event = found.get(key)
                             if event is None and len(per_rule[rule.id]) >= EVENTS_PER_RULE:
                                 event = per_rule[rule.id][-1]
                             if event is not None:
                                 event.count += 1
-                                if time is not None:
-                                    event.last = time
+                                if parsed.time is not None:
+                                    event.last = parsed.time
                                 continue
                             event = Event(
-                                rule=rule, node=event_node, time=time, exact=exact, source=stream.name, kind=kind,
-                                ref=f"{stream.ref}:{line_no}", text=text, captures=captures, last=time,
+                                rule=rule, node=event_node, time=None, exact=False, source=stream.name, kind=kind,
+                                ref=f"{stream.ref}:{line_no}", text=text, captures=captures,
                             )  # fmt: skip
                             found[key] = event
                             per_rule[rule.id].append(event)
-                            if time is None and uptime is not None:
-                                pending.append((event, line_no, uptime))
+                            placement = _place(event, line_no, parsed, times, line_start, line_end)
+                            placed.append(placement)
+                            if placement.waits:
+                                waiting.append(placement)
+                    for key, (rule, line_no, parsed, line_start, line_end, text) in progressed.items():
+                        event = Event(
+                            rule=rule, node=key[1], time=None, exact=False, source=stream.name, kind=kind,
+                            ref=f"{stream.ref}:{line_no}", text=text,
+                        )  # fmt: skip
+                        placement = _place(event, line_no, parsed, times, line_start, line_end)
+                        placed.append(placement)
+                        if placement.waits:
+                            waiting.append(placement)
+                        stat.progress[key] = Progress(event, cadence[key])
                     stat.lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
-                    carried = _last_time(block, end, clock, system) or carried
-                    if stat.first is None:
-                        stat.first = _first_time(block, end, clock, system)
+                    carried = times.last() or carried
                     line_base = stat.lines
             if stat.bytes and block[end - 1 : end] != b"\n":
                 stat.lines += 1
         except OSError as exc:
             stat.error = f"read failed ({exc.strerror or exc})"
-        for event, line_no, uptime in pending:
-            event.time = boot.resolve(line_no, uptime)
-            event.last = event.time
-        stat.last = carried[0] if carried[0] is not None else _uptime_time(boot, stat.lines, carried[1])
+        for placement in placed:
+            placement.settle(boot)
+        stat.last = _resolve(boot, stat.lines, carried, high=False)
         return list(found.values()), stat
 
     # -- scheduler events, metrics and the attempt record --
@@ -201,6 +225,32 @@ class Extractor:
                         captures={"minutes": f"{gap / 60:.0f}"}, last=stat.last,
                     )
                 )  # fmt: skip
+        return out
+
+    def stall_events(self, context: AttemptContext, stats: list[StreamStats]) -> list[Event]:
+        """The job's progress stopped long before its end: one event at its last progress line."""
+        end = context.attempt.end.timestamp()
+        out = []
+        for rule in self.stall_rules:
+            condition = rule.stall
+            records = [r for s in stats for r in s.progress.values() if condition.progress.selects(r.event.rule)]
+            if not records:
+                continue
+            last = max(records, key=lambda r: (_or(r.event.high, end), _or(r.event.low, 0.0), r.event.ref))
+            stopped = _or(last.event.high, end)
+            gap = end - stopped
+            if gap < max(condition.min_gap, condition.cadence * last.interval()):
+                continue
+            source = last.event
+            nodes = {r.event.node for r in records}
+            out.append(
+                Event(
+                    rule=rule, node=source.node if len(nodes) == 1 else None, time=source.time, exact=source.exact,
+                    source=source.source, kind="app", ref=source.ref, text=source.text,
+                    captures={"minutes": f"{gap / 60:.0f}", "last": source.text[:200]},
+                    last=source.time, low=source.low, high=source.high,
+                )
+            )  # fmt: skip
         return out
 
     def scheduler_events(self, context: AttemptContext, nodes: NodeNames) -> list[Event]:
@@ -283,6 +333,7 @@ class NodeNames:
     def __init__(self, nodes: tuple[str, ...]):
         self.nodes = set(nodes)
         self.short = {node.split(".")[0]: node for node in nodes}
+        self.only = nodes[0] if len(nodes) == 1 else None
 
     def canonical(self, name: str | None) -> str | None:
         if not name:
@@ -291,13 +342,18 @@ class NodeNames:
             return name
         return self.short.get(name.split(".")[0], name)
 
+    def knows(self, name: str) -> bool:
+        """Is ``name`` one of the attempt's nodes (by its full or short name)?"""
+        return name in self.nodes or name.split(".")[0] in self.short
+
     def place(self, stream_node: str | None, parsed: Parsed, ranks: dict[int, str]) -> str | None:
-        """The node a line belongs to: its stream's node, else its host field, rank or NCCL prefix."""
+        """The node a line belongs to: its stream's node, else its rank, host field or prefix; the workload
+        output of a one-node attempt is that node's."""
         if stream_node is not None:
             return self.canonical(stream_node)
         if parsed.rank is not None and parsed.rank in ranks:
             return self.canonical(ranks[parsed.rank])
-        return self.canonical(parsed.host)
+        return self.canonical(parsed.host) or self.only
 
 
 def _filters_for(rule: Rule, regex) -> tuple:
@@ -389,45 +445,63 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace").rstrip("\r")
 
 
-def _inherit(block: bytes, line_start: int, floor: int, memo, clock: Clock, system: bool):
-    """The (time, uptime) of the nearest earlier line in the stream that carries one."""
-    position = line_start
-    for _ in range(INHERIT_LOOKBACK):
-        if position <= floor:
-            return memo
-        previous_start = block.rfind(b"\n", 0, position - 1) + 1
-        parsed = parse_line(_decode(block[previous_start : position - 1]), clock, system)
-        if parsed.time is not None or parsed.uptime is not None:
-            return parsed.time, parsed.uptime
-        position = previous_start
-    return None, None
+@dataclass(slots=True)
+class Progress:
+    """The last line of one progress rule on one node, and the times of its latest lines (its cadence)."""
+
+    event: Event
+    times: deque
+
+    def interval(self) -> float:
+        """The usual time between progress lines (the median gap), 0 when fewer than two are dated."""
+        stamps = sorted(self.times)
+        gaps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+        return gaps[len(gaps) // 2] if gaps else 0.0
 
 
-def _last_time(block: bytes, end: int, clock: Clock, system: bool):
-    stop = end - 1 if block[end - 1 : end] == b"\n" else end
-    for _ in range(INHERIT_LOOKBACK):
-        if stop <= 0:
-            return None
-        start = block.rfind(b"\n", 0, stop) + 1
-        parsed = parse_line(_decode(block[start:stop]), clock, system)
-        if parsed.time is not None or parsed.uptime is not None:
-            return parsed.time, parsed.uptime
-        stop = start - 1
-    return None
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
-def _first_time(block: bytes, end: int, clock: Clock, system: bool) -> float | None:
-    start = 0
-    for _ in range(50):
-        stop = block.find(b"\n", start, end)
-        if stop == -1:
-            return None
-        parsed = parse_line(_decode(block[start:stop]), clock, system)
-        if parsed.time is not None:
-            return parsed.time
-        start = stop + 1
-    return None
+@dataclass(slots=True)
+class _Placement:
+    """What is known of one event's time while its stream is read: its own stamp, or the stamps of the
+    stamped lines around it (``high`` may come from a later block: ``waits``)."""
+
+    event: Event
+    line_no: int
+    low: Stamp | None
+    high: Stamp | None
+    exact: bool
+    waits: bool = False
+
+    def settle(self, boot: BootClock) -> None:
+        """Turn the stamps into the event's times, kernel uptime resolved through the boot anchors."""
+        event = self.event
+        low = _resolve(boot, self.line_no, self.low, high=False)
+        high = _resolve(boot, self.line_no, self.high, high=True)
+        exact = self.exact and low is not None
+        event.exact = exact
+        event.low, event.high = (low, low) if exact else (low, high)
+        event.time = low if low is not None else high
+        if event.last is None or event.time is not None and event.last < event.time:
+            event.last = event.time
 
 
-def _uptime_time(boot: BootClock, line_no: int, uptime: float | None) -> float | None:
-    return None if uptime is None else boot.resolve(line_no, uptime)
+def _place(event: Event, line_no: int, parsed: Parsed, times: BlockTimes, start: int, end: int) -> _Placement:
+    own = own_stamp(parsed)
+    if own is not None and parsed.span == 0:
+        return _Placement(event, line_no, own, own, exact=True)
+    if own is not None or parsed.delta is not None:  # a coarse stamp, or relative to earlier lines
+        stamp = times.at_or_before(start, parsed)
+        return _Placement(event, line_no, stamp, stamp, exact=False)
+    low = times.at_or_before(start, parsed)
+    high, waits = times.after(end if end != -1 else times.end)
+    return _Placement(event, line_no, low, high, exact=False, waits=waits)
+
+
+def _resolve(boot: BootClock, line_no: int, stamp: Stamp | None, *, high: bool) -> float | None:
+    if stamp is None:
+        return None
+    value = stamp.high if high else stamp.low
+    return boot.resolve(line_no, value) if stamp.uptime else value

@@ -30,6 +30,7 @@ from engine.ruleset import (
     Selector,
     Settings,
     SilenceCondition,
+    StallCondition,
 )
 from engine.taxonomy import DOMAINS, subdomain_known
 
@@ -46,8 +47,9 @@ RE2_MAX_MEM = 8 << 20  # bytes of RE2 program memory per pattern
 RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
-    "explains", "suppresses", "count", "solo", "not_solo", "silence",
+    "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall",
 }  # fmt: skip
+MATCHERS = ("pattern", "metric", "attempt", "silence", "stall")
 SELECTOR_FIELDS = {"rules", "tags", "within", "before", "scope"}
 SETTINGS_FIELDS = {f.name for f in fields(Settings)}
 
@@ -233,14 +235,17 @@ class _Builder:
         metric = self.metric(file, get("metric"), rid)
         attempt = self.attempt(file, get("attempt"), rid)
         silence = self.silence(file, get("silence"), rid)
-        matchers = [name for name in ("pattern", "metric", "attempt", "silence") if get(name) is not None]
+        stall = self.stall(file, get("stall"), rid)
+        matchers = [name for name in MATCHERS if get(name) is not None]
         if len(matchers) != 1:
-            err("pattern", "a rule needs exactly one of pattern, metric, attempt or silence" if not matchers else
+            err("pattern", f"a rule needs exactly one of {', '.join(MATCHERS)}" if not matchers else
                 f"a rule has one matcher, not {' and '.join(matchers)}")  # fmt: skip
         if metric:
             kinds = frozenset({"metrics"})
-        elif attempt or silence:
-            kinds = frozenset({"scheduler"} if attempt else silence.kinds)
+        elif attempt or stall:
+            kinds = frozenset({"scheduler"} if attempt else {"app"})
+        elif silence:
+            kinds = silence.kinds
         elif patterns and not kinds:
             err("streams", "say where the pattern looks: system, app, scheduler or events")
         filters = self.filters(file, get("where"), compiled, metric, rid)
@@ -250,6 +255,8 @@ class _Builder:
             symptom_kind = self.choice(file, get("kind"), "kind", SYMPTOM_KINDS, rid) or "cascade"
         elif get("kind") is not None:
             err("kind", "only symptoms have a kind (cascade or teardown)")
+        if role == "progress" and not patterns:
+            err("role", "a progress rule matches lines: it needs a pattern")
         domain, subdomain = self.classification(file, items, role, rid)
         precedence = 50
         if get("precedence") is not None:
@@ -268,8 +275,8 @@ class _Builder:
         suppresses = self.selectors(file, get("suppresses"), "suppresses", rid)
         if role != "cause" and (explains or suppresses):
             err("explains" if explains else "suppresses", "only causes explain or suppress other events")
-        solo = self.selector(file, get("solo"), "solo", rid) if get("solo") is not None else None
-        not_solo = self.selector(file, get("not_solo"), "not_solo", rid) if get("not_solo") is not None else None
+        solo = self.selectors(file, get("solo"), "solo", rid)
+        not_solo = self.selectors(file, get("not_solo"), "not_solo", rid)
         count = self.count(file, get("count"), rid)
         summary = self.text(file, get("summary"), "summary", rid) or ""
         action = self.text(file, get("action"), "action", rid)
@@ -292,6 +299,7 @@ class _Builder:
                 metric=metric,
                 attempt=attempt,
                 silence=silence,
+                stall=stall,
                 symptom_kind=symptom_kind,
                 domain=domain,
                 subdomain=subdomain,
@@ -502,6 +510,26 @@ class _Builder:
         gap = self.duration(file, node.value["min_gap"][1], "silence.min_gap", rule)
         return None if gap is None or not kinds else SilenceCondition(frozenset(kinds), gap)
 
+    def stall(self, file, node, rule) -> StallCondition | None:
+        if node is None:
+            return None
+        if not isinstance(node.value, dict) or "progress" not in node.value or "min_gap" not in node.value:
+            self.error(file, node.line, "stall", "must be a mapping with progress and min_gap (and cadence)", rule)
+            return None
+        for key, (line, _) in node.value.items():
+            if key not in ("progress", "min_gap", "cadence"):
+                self.error(file, line, f"stall.{key}", "unknown field (progress, min_gap, cadence)", rule)
+        progress = self.selector(file, node.value["progress"][1], "stall.progress", rule)
+        gap = self.duration(file, node.value["min_gap"][1], "stall.min_gap", rule)
+        cadence = 3.0
+        if "cadence" in node.value:
+            line, value = node.value["cadence"]
+            if not isinstance(value.value, int | float) or isinstance(value.value, bool) or value.value < 1:
+                self.error(file, line, "stall.cadence", "must be a number of at least 1", rule)
+                return None
+            cadence = float(value.value)
+        return None if progress is None or gap is None else StallCondition(progress, gap, cadence)
+
     def classification(self, file, items, role, rule) -> tuple[str | None, str | None]:
         domain_node = items.get("domain", (None, None))[1]
         subdomain_node = items.get("subdomain", (None, None))[1]
@@ -595,9 +623,11 @@ class _Builder:
                 seen[rule.id] = rule
         all_tags = set().union(*(rule.tags for rule in self.rules)) if self.rules else set()
         for rule in self.rules:
-            for field_name in ("explains", "suppresses", "solo", "not_solo"):
+            for field_name in ("explains", "suppresses", "solo", "not_solo", "stall"):
                 value = getattr(rule, field_name)
-                selectors = value if isinstance(value, tuple) else (value,) if value else ()
+                if field_name == "stall":
+                    value = (value.progress,) if value else ()
+                selectors = value
                 line = rule.fields.get(field_name, rule.line)
                 for selector in selectors:
                     for name in sorted(selector.rules - set(seen)):

@@ -68,10 +68,17 @@ def _cause(candidate: Candidate) -> dict:
     return {
         "rule": lead.rule.id,
         "nodes": candidate.nodes,
-        "time": iso(candidate.first if candidate.first != float("inf") else None),
+        **_time(candidate.first if candidate.first != float("inf") else None, candidate.exact, candidate.bounds),
         "summary": lead.summary(),
         "action": lead.rule.action,
     }
+
+
+def _time(time: float | None, exact: bool, bounds: tuple[float, float]) -> dict:
+    """``time``, and for a time not read from the line itself ``time_approx`` and ``time_bounds``."""
+    if exact:
+        return {"time": iso(time)}
+    return {"time": iso(time), "time_approx": True, "time_bounds": [iso(bounds[0]), iso(bounds[1])]}
 
 
 def _symptoms(events: list[Event]) -> list[dict]:
@@ -125,7 +132,7 @@ def _evidence_item(event: Event, text_cap: int) -> dict:
         "rule": event.rule.id,
         "node": event.node,
         "source": event.source,
-        "time": iso(event.time),
+        **_time(event.time, event.exact, (event.low, event.high)),
         "ref": event.ref,
         "text": text,
     }

@@ -11,7 +11,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-ROLES = ("cause", "symptom", "context")
+ROLES = ("cause", "symptom", "context", "progress")
 SYMPTOM_KINDS = ("cascade", "teardown")
 SCOPES = ("node", "any")
 NODE_MODES = ("event", "job")
@@ -30,13 +30,10 @@ class Selector:
     def selects(self, rule: Rule) -> bool:
         return rule.id in self.rules or not self.tags.isdisjoint(rule.tags)
 
-    def in_window(self, origin: float | None, other: float | None, origin_exact=True, other_exact=True) -> bool:
-        """Is ``other`` within [origin - before, origin + within]? An inexact (inherited) time is a lower bound."""
-        if origin is None or other is None:
-            return True
-        low = origin - self.before if other_exact else float("-inf")
-        high = origin + self.within if origin_exact else float("inf")
-        return low <= other <= high
+    def in_window(self, origin_low: float, origin_high: float, other_low: float, other_high: float) -> bool:
+        """May an event in [other_low, other_high] lie within [origin - before, origin + within] of an event in
+        [origin_low, origin_high]? (For exact times the intervals are points.)"""
+        return other_high >= origin_low - self.before and other_low <= origin_high + self.within
 
 
 @dataclass(frozen=True)
@@ -178,6 +175,16 @@ class SilenceCondition:
 
 
 @dataclass(frozen=True)
+class StallCondition:
+    """The job's progress stopped: the last line of the ``progress`` rules lies ``min_gap`` (and ``cadence``
+    times the usual interval between progress lines) or more before the attempt's end."""
+
+    progress: Selector
+    min_gap: float
+    cadence: float = 3.0
+
+
+@dataclass(frozen=True)
 class CountThreshold:
     """At least ``minimum`` occurrences (and events on ``nodes`` distinct nodes) within ``within`` seconds."""
 
@@ -203,6 +210,7 @@ class Rule:
     metric: MetricCondition | None = None
     attempt: AttemptCondition | None = None
     silence: SilenceCondition | None = None
+    stall: StallCondition | None = None
     symptom_kind: str | None = None  # cascade | teardown (symptoms only)
     domain: str | None = None
     subdomain: str | None = None
@@ -215,8 +223,8 @@ class Rule:
     explains: tuple[Selector, ...] = ()
     suppresses: tuple[Selector, ...] = ()
     count: CountThreshold | None = None
-    solo: Selector | None = None
-    not_solo: Selector | None = None
+    solo: tuple[Selector, ...] = ()  # every selection must be absent around the event
+    not_solo: tuple[Selector, ...] = ()  # every selection must be present around the event
     fields: dict[str, int] = field(default_factory=dict)  # field name -> line, for error messages
 
     def applies_to(self, kind: str, name: str) -> bool:

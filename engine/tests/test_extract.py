@@ -99,17 +99,60 @@ def test_repeated_identical_lines_are_one_event_with_a_count(tmp_path):
     assert event.last == utc(2026, 11, 2, 10, 59)
 
 
-def test_a_line_without_a_timestamp_inherits_the_nearest_earlier_one(tmp_path):
+def test_a_line_without_a_timestamp_lies_between_its_stamped_neighbours(tmp_path):
     lines = [
         "[2026-11-02 10:00:00,000] INFO step 1",
         "Traceback (most recent call last):",
         '  File "train.py", line 3, in <module>',
         "KeyError: 'labels'",
+        "[2026-11-02 10:02:30,000] INFO shutting down",
     ]
     events, _ = extract(write_bundle(tmp_path, logs={"node03/train.log": lines}))
     (event,) = events
-    assert event.time == utc(2026, 11, 2, 10)
     assert not event.exact
+    assert (event.time, event.low, event.high) == (
+        utc(2026, 11, 2, 10),
+        utc(2026, 11, 2, 10),
+        utc(2026, 11, 2, 10, 2, 30),
+    )
+
+
+def test_a_bound_no_line_gives_stays_unknown(tmp_path):
+    events, _ = extract(write_bundle(tmp_path, logs={"node03/train.log": ["KeyError: 'labels'"]}))
+    (event,) = events
+    assert (event.time, event.low, event.high, event.exact) == (None, None, None, False)
+
+
+def test_the_later_bound_may_lie_in_a_later_block(tmp_path, monkeypatch):
+    import engine.extract as extract_module
+
+    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 64)
+    lines = ["KeyError: 'labels'", *["  padding line of no time at all"] * 6, "2026-11-02T10:05:00Z INFO done"]
+    events, _ = extract(write_bundle(tmp_path, logs={"node03/train.log": lines}))
+    (event,) = events
+    assert (event.time, event.low, event.high) == (utc(2026, 11, 2, 10, 5), None, utc(2026, 11, 2, 10, 5))
+
+
+def test_dmesg_human_stamps_are_a_minute_then_deltas(tmp_path):
+    # dmesg -H (util-linux print_record, DMESG_TIMEFTM_RELTIME): "%b%e %H:%M" when the minute changes,
+    # else the delta to the previous line.
+    lines = [
+        "[Nov 2 10:14] pcieport 0000:00:01.0: AER: Corrected error received",
+        "[  +0.500000] usb 1-1: new device",
+        "[  +2.250000] NVRM: Xid (PCI:0000:3a:00): 79, GPU has fallen off the bus.",
+    ]
+    events, _ = extract(write_bundle(tmp_path, logs={"node01/dmesg.log": lines}))
+    (event,) = events
+    assert not event.exact
+    assert event.low == utc(2026, 11, 2, 10, 14, 2, 750000)
+    assert event.high == utc(2026, 11, 2, 10, 15)  # still inside the stamped minute
+
+
+def test_epoch_seconds_in_brackets_are_wall_clock_not_uptime(tmp_path):
+    line = "0: [1793614440.500000] [node01:56309:2:56362] Caught signal 11 NVRM: Xid (PCI:0000:3a:00): 79, x"
+    events, _ = extract(write_bundle(tmp_path, logs={"node01/syslog.log": [line]}))
+    assert events[0].time == utc(2026, 11, 2, 10, 14, 0, 500000)
+    assert events[0].exact
 
 
 def test_a_workload_line_is_placed_on_its_ranks_node(tmp_path):
@@ -181,7 +224,8 @@ def test_invalid_utf8_binary_and_huge_lines_are_read_not_fatal(tmp_path):
     events, stats = extract(write_bundle(tmp_path, logs={"node01/syslog.log": content}))
     by_xid = {e.captures["xid"]: e for e in events}
     assert set(by_xid) == {"48", "79"}
-    assert by_xid["79"].time is None  # nothing before it carries a time
+    assert by_xid["79"].low is None  # nothing before it carries a time; the next line bounds it
+    assert by_xid["79"].time == by_xid["79"].high == by_xid["48"].time
     assert "\ufffd" in by_xid["48"].text
     assert stats[0].lines == 3
 

@@ -86,10 +86,21 @@ def test_random_bytes_never_crash_and_never_attribute(tmp_path_factory, garbage)
         max_size=30,
     )
 )
-def test_system_lines_without_timestamps_are_never_causes(tmp_path_factory, lines):
+def test_system_lines_without_timestamps_still_compete_with_approximate_times(tmp_path_factory, lines):
     text = "\n".join(lines).encode("utf-8", "surrogateescape")
     bundle = write_bundle(tmp_path_factory.mktemp("t"), logs={"node01/syslog.log": text, "node01/dmesg.log": text})
-    assert default_engine().diagnose(load_bundle(bundle))["outcome"] == "unattributed"
+    result = default_engine().diagnose(load_bundle(bundle))
+    if any("fallen off the bus" in line for line in lines):
+        assert (result["outcome"], result["subdomain"], result["root_cause"]["nodes"]) == (
+            "attributed",
+            "gpu.bus",
+            ["node01"],
+        )
+        assert result["root_cause"]["time"] is None  # nothing dates it: never an invented time
+        assert result["root_cause"]["time_approx"] is True
+        assert result["root_cause"]["time_bounds"] == ["2026-11-02T09:00:00Z", "2026-11-02T10:30:00Z"]
+    else:
+        assert result["outcome"] == "unattributed"
 
 
 @SETTINGS
