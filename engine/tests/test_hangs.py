@@ -8,8 +8,8 @@ CANCELLED = "slurmstepd: error: *** JOB 48213 ON node01 CANCELLED AT 2026-11-02T
 
 def megatron(minute: int, iteration: int) -> str:
     return (
-        f" [2026-11-02 09:{minute:02d}:00] iteration {iteration:8d}/{100000:8d} | consumed samples: {iteration * 64:12d}"
-        " | elapsed time per iteration (ms): 30000.0 | lm loss: 2.345E+00 |"
+        f" [2026-11-02 09:{minute:02d}:00] iteration {iteration:8d}/{100000:8d} |"
+        f" consumed samples: {iteration * 64:12d} | elapsed time per iteration (ms): 30000.0 | lm loss: 2.345E+00 |"
     )
 
 
