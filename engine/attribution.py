@@ -143,11 +143,19 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
         and _apart(top, c) <= settings.ambiguity_window
         and c.nodes != top.nodes  # on the same nodes it is one fault seen twice: rank it
     ]
-    chosen = [top, *tied]
+    chosen = [top, *tied] if tied else [top, *_alternatives(top)]
+    tied = chosen[1:]
     for candidate in chosen:
         for event in candidate.events:
             event.role = "root_cause" if not tied else "candidate"
     return Attribution("ambiguous" if tied else "attributed", chosen, scoped)
+
+
+def _alternatives(top: Candidate) -> list[Candidate]:
+    """The other classifications every line of the top cause may equally mean (its rules' ``alternatives``):
+    the log cannot separate them, so each is a candidate of its own, on the same lines and nodes."""
+    common = set.intersection(*(set(e.rule.alternatives) for e in top.events)) - {(top.domain, top.subdomain)}
+    return [Candidate(domain, subdomain, top.events, top.explained, top.nodes) for domain, subdomain in sorted(common)]
 
 
 def _bound(event: Event, start: float, end: float) -> None:

@@ -47,7 +47,7 @@ RE2_MAX_MEM = 8 << 20  # bytes of RE2 program memory per pattern
 RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
-    "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall",
+    "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall", "alternatives",
 }  # fmt: skip
 MATCHERS = ("pattern", "metric", "attempt", "silence", "stall")
 SELECTOR_FIELDS = {"rules", "tags", "within", "before", "scope"}
@@ -258,6 +258,9 @@ class _Builder:
         if role == "progress" and not patterns:
             err("role", "a progress rule matches lines: it needs a pattern")
         domain, subdomain = self.classification(file, items, role, rid)
+        alternatives = self.alternatives(file, get("alternatives"), rid)
+        if alternatives and role != "cause":
+            err("alternatives", "only causes have alternative classifications")
         precedence = 50
         if get("precedence") is not None:
             value = get("precedence").value
@@ -303,6 +306,7 @@ class _Builder:
                 symptom_kind=symptom_kind,
                 domain=domain,
                 subdomain=subdomain,
+                alternatives=alternatives,
                 action=action,
                 precedence=precedence,
                 summary=summary,
@@ -553,6 +557,24 @@ class _Builder:
             )  # fmt: skip
             return domain, None
         return domain, subdomain
+
+    def alternatives(self, file, node, rule) -> tuple[tuple[str, str], ...]:
+        """Other classifications a cause's line may equally mean: ``[{domain: ..., subdomain: ...}]``."""
+        if node is None:
+            return ()
+        items = node.value if isinstance(node.value, list) else None
+        if not items:
+            self.error(file, node.line, "alternatives", "must be a list of {domain, subdomain} mappings", rule)
+            return ()
+        out = []
+        for item in items:
+            if not isinstance(item.value, dict) or set(item.value) != {"domain", "subdomain"}:
+                self.error(file, item.line, "alternatives", "each alternative is {domain: ..., subdomain: ...}", rule)
+                continue
+            domain, subdomain = self.classification(file, item.value, "cause", rule)
+            if domain and subdomain:
+                out.append((domain, subdomain))
+        return tuple(out)
 
     def selectors(self, file, node, field, rule) -> tuple[Selector, ...]:
         if node is None:

@@ -214,6 +214,7 @@ class Rule:
     symptom_kind: str | None = None  # cascade | teardown (symptoms only)
     domain: str | None = None
     subdomain: str | None = None
+    alternatives: tuple[tuple[str, str], ...] = ()  # other classifications the same line may equally mean
     action: str | None = None
     precedence: int = 50
     summary: str = ""

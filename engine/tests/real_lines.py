@@ -247,13 +247,13 @@ REAL_LINES = [
     (
         "syslog",
         "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
-        "gpu.xid.teardown",
+        ("gpu.xid.teardown", "gpu.xid.caused_by_nvlink"),
         "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1150",
     ),
     (
         "syslog",
         "kernel: NVRM: Xid (PCI:0000:97:00): 45, pid=1818987, name=python3, Ch 00000003 caused by previous Xid 145",
-        "gpu.xid.teardown",
+        ("gpu.xid.teardown", "gpu.xid.caused_by_nvlink"),
         "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1150",
     ),
     (
@@ -1155,7 +1155,7 @@ REAL_LINES = [
     (
         "train",
         "srun: error: Orion-18-69: task 289: Bus error",
-        "slurm.task_crash",
+        "slurm.task_bus_error",
         "https://github.com/hafs-community/HAFS/issues/101",
     ),
     (
