@@ -53,7 +53,7 @@ bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 	$(BIN)/python bench/pipeline.py
 	$(BIN)/python bench/pages.py
 
-score: $(STAMP) ## Score the engine on ../shared/scenarios/dev (when that folder exists)
-	. $(BIN)/activate && python3 ../shared/tools/score.py ../shared/scenarios/dev -- python manage.py diagnose
+score: $(STAMP) ## Score the engine on ../shared/scenarios/dev and real-dev; fails below their floors (0.95, 0.85)
+	PYTHON=$(BIN)/python scripts/score.sh
 
 .PHONY: help venv run test screenshots lint bench score

@@ -49,7 +49,8 @@ def classify(stream: str, text: str) -> set[str]:
         name = STREAM_FILES[stream]
         log = LogStream.from_bytes(f"logs/n1/{name}.log", name, "n1", text.encode())
         clock = Clock("UTC", ATTEMPT.start, ATTEMPT.end)
-        found, _ = extractor.scan_stream(log, clock, NodeNames(ATTEMPT.nodes), {})
+        found, stats = extractor.scan_stream(log, clock, NodeNames(ATTEMPT.nodes), {})
+        found += [record.event for record in stats.progress.values()]  # progress lines are kept apart
     return {event.rule.id for event in found}
 
 
