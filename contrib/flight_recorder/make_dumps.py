@@ -4,9 +4,9 @@
         --out engine/flight_recorder/tests/dumps
 
 Each case lands in `<out>/<case>/`: the pickles PyTorch writes (`rank_<N>`), for the cases in JSON_CASES the JSON
-dumps of the same moment in `<out>/<case>/json/rank_<N>`, and `MADE_BY.json` with the torch version, the command and
-torchrun's exit code. A case whose culprit leaves a dump when it should not (or the reverse), or that loses more than one other dump,
-fails the script.
+dumps of the same moment in `<out>/<case>/json/rank_<N>`, and `MADE_BY.json` with the torch version, the command,
+torchrun's exit code and the ranks that left no dump. A case whose culprit leaves a dump when it should not (or the
+reverse), or that loses more than one other dump, fails the script.
 """
 
 import argparse
@@ -78,7 +78,7 @@ def run_case(torchrun: str, case: str, out: Path, version: str, port: int) -> No
     shown = shlex.join(
         ["TORCH_FR_BUFFER_SIZE=64", f"TORCH_FR_DUMP_TEMP_FILE=<dir>/{PREFIX}"]
         + ([f"FAULTLINE_FR_JSON_PREFIX=<dir>/json/{PREFIX}"] if case in JSON_CASES else [])
-        + ["torchrun", *command[1:-len(job_args) - 1], "contrib/flight_recorder/fr_job.py", *job_args]
+        + ["torchrun", *command[1 : -len(job_args) - 1], "contrib/flight_recorder/fr_job.py", *job_args]
     )
     made_by = {
         "torch": version,
