@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from engine.flight_recorder import unpickle
 from engine.flight_recorder.errors import DumpError
@@ -23,16 +24,14 @@ MAX_FILES = 100_000
 _RANKED_NAME = re.compile(r"^(.*?)(\d+)$")
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     name: str
     filename: str
     line: int
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One recorded collective or point-to-point operation of one rank."""
+class Entry(NamedTuple):
+    """One recorded collective or point-to-point operation of one rank (a NamedTuple: thousands per dump)."""
 
     record_id: int
     pg_id: int
@@ -142,7 +141,6 @@ def _load_json(data: bytes, name: str) -> object:
         raise DumpError(f"{name}: JSON nested too deep") from None
     except ValueError as error:
         raise DumpError(f"{name}: malformed JSON ({error})") from None
-    unpickle.check_plain(raw, name=name)
     return raw
 
 
@@ -164,48 +162,60 @@ def _dump(raw: object, *, name: str, rank: int, kind: str) -> Dump:
         format=kind,
         version=version,
         comm_lib_version=_text(raw, "comm_lib_version", name, default=""),
-        entries=tuple(_entry(item, f"{name}: entry {index}") for index, item in enumerate(entries)),
+        entries=_entries(entries, name),
         groups=_groups(raw.get("pg_config", {}), name),
         status=_status(raw.get("pg_status", {}), name),
     )
 
 
-def _entry(raw: object, where: str) -> Entry:
-    if not isinstance(raw, dict):
+_INT_FIELDS = ("record_id", "pg_id", "collective_seq_id", "p2p_seq_id", "op_id", "time_created_ns")
+
+
+def _entries(raw_entries: list, name: str) -> tuple[Entry, ...]:
+    frames: dict[int, Frame] = {}  # PyTorch shares each distinct frame between entries
+    return tuple(_entry(raw, f"{name}: entry {index}", frames) for index, raw in enumerate(raw_entries))
+
+
+def _entry(raw: object, where: str, frames: dict[int, Frame]) -> Entry:
+    if type(raw) is not dict:
         raise DumpError(f"{where}: expected a dict, got {type(raw).__name__}")
-    group = raw.get("process_group")
-    if not isinstance(group, list | tuple) or len(group) != 2 or not all(isinstance(part, str) for part in group):
+    get = raw.get
+    for field in _INT_FIELDS:
+        if type(get(field)) is not int:
+            _int(raw, field, where)
+    group = get("process_group")
+    if type(group) not in (list, tuple) or len(group) != 2 or type(group[0]) is not str or type(group[1]) is not str:
         raise DumpError(f"{where}: field process_group: expected a (name, description) pair, got {group!r:.80}")
     profiling_name = _text(raw, "profiling_name", where)
-    state = raw.get("state")
+    state = get("state")
     if state not in STATES:
         raise DumpError(f"{where}: field state: {state!r:.40} is none of {', '.join(STATES)}")
-    is_p2p = raw.get("is_p2p")
+    is_p2p = get("is_p2p")
     if is_p2p is None:  # older dumps: tell by the name
         is_p2p = profiling_name.split(":", 1)[-1].split(" ", 1)[0] in ("send", "recv")
-    duration = raw.get("duration_ms")
+    retired, timeout, duration = get("retired"), get("timeout_ms"), get("duration_ms")
     return Entry(
-        record_id=_int(raw, "record_id", where),
-        pg_id=_int(raw, "pg_id", where),
-        process_group=group[0],
-        pg_desc=group[1],
-        collective_seq_id=_int(raw, "collective_seq_id", where),
-        p2p_seq_id=_int(raw, "p2p_seq_id", where),
-        op_id=_int(raw, "op_id", where),
-        profiling_name=profiling_name,
-        is_p2p=_bool(is_p2p, "is_p2p", where),
-        input_sizes=_sizes(raw, "input_sizes", where),
-        input_dtypes=_dtypes(raw, "input_dtypes", where),
-        output_sizes=_sizes(raw, "output_sizes", where),
-        output_dtypes=_dtypes(raw, "output_dtypes", where),
-        state=state,
-        retired=None if raw.get("retired") is None else _bool(raw["retired"], "retired", where),
-        time_created_ns=_int(raw, "time_created_ns", where),
-        time_discovered_started_ns=_time(raw, "time_discovered_started_ns", where),
-        time_discovered_completed_ns=_time(raw, "time_discovered_completed_ns", where),
-        timeout_ms=None if raw.get("timeout_ms") is None else _int(raw, "timeout_ms", where),
-        duration_ms=None if duration is None else _number(duration, "duration_ms", where),
-        frames=_frames(raw.get("frames", []), where),
+        get("record_id"),
+        get("pg_id"),
+        group[0],
+        group[1],
+        get("collective_seq_id"),
+        get("p2p_seq_id"),
+        get("op_id"),
+        profiling_name,
+        _bool(is_p2p, "is_p2p", where),
+        _sizes(raw, "input_sizes", where),
+        _dtypes(raw, "input_dtypes", where),
+        _sizes(raw, "output_sizes", where),
+        _dtypes(raw, "output_dtypes", where),
+        state,
+        None if retired is None else _bool(retired, "retired", where),
+        get("time_created_ns"),
+        _time(raw, "time_discovered_started_ns", where),
+        _time(raw, "time_discovered_completed_ns", where),
+        None if timeout is None else _int(raw, "timeout_ms", where),
+        None if duration is None else _number(duration, "duration_ms", where),
+        _frames(get("frames", ()), where, frames),
     )
 
 
@@ -244,28 +254,46 @@ def _time(raw: dict, field: str, where: str) -> int | None:
 
 def _sizes(raw: dict, field: str, where: str) -> tuple[tuple[int, ...], ...]:
     value = raw.get(field)
-    if not isinstance(value, list | tuple) or not all(
-        isinstance(dims, list | tuple) and all(type(dim) is int for dim in dims) for dims in value
-    ):
-        raise DumpError(f"{where}: field {field}: expected a list of lists of integers, got {value!r:.60}")
-    return tuple(tuple(dims) for dims in value)
+    if type(value) in (list, tuple):
+        sizes = []
+        for dims in value:
+            if type(dims) not in (list, tuple):
+                break
+            for dim in dims:
+                if type(dim) is not int:
+                    break
+            else:
+                sizes.append(tuple(dims))
+                continue
+            break
+        else:
+            return tuple(sizes)
+    raise DumpError(f"{where}: field {field}: expected a list of lists of integers, got {value!r:.60}")
 
 
 def _dtypes(raw: dict, field: str, where: str) -> tuple[str, ...]:
-    value = raw.get(field, [])
-    if not isinstance(value, list | tuple) or not all(isinstance(dtype, str) for dtype in value):
-        raise DumpError(f"{where}: field {field}: expected a list of strings, got {value!r:.60}")
-    return tuple(value)
+    value = raw.get(field, ())
+    if type(value) in (list, tuple):
+        for dtype in value:
+            if type(dtype) is not str:
+                break
+        else:
+            return tuple(value)
+    raise DumpError(f"{where}: field {field}: expected a list of strings, got {value!r:.60}")
 
 
-def _frames(value: object, where: str) -> tuple[Frame, ...]:
-    if not isinstance(value, list | tuple):
+def _frames(value: object, where: str, known: dict[int, Frame]) -> tuple[Frame, ...]:
+    if type(value) not in (list, tuple):
         raise DumpError(f"{where}: field frames: expected a list, got {type(value).__name__}")
     frames = []
     for frame in value:
-        if not isinstance(frame, dict):
-            raise DumpError(f"{where}: field frames: expected dicts, got {type(frame).__name__}")
-        frames.append(Frame(_text(frame, "name", where), _text(frame, "filename", where), _int(frame, "line", where)))
+        converted = known.get(id(frame))
+        if converted is None:
+            if type(frame) is not dict:
+                raise DumpError(f"{where}: field frames: expected dicts, got {type(frame).__name__}")
+            converted = Frame(_text(frame, "name", where), _text(frame, "filename", where), _int(frame, "line", where))
+            known[id(frame)] = converted
+        frames.append(converted)
     return tuple(frames)
 
 

@@ -1,12 +1,22 @@
-"""A restricted unpickler for Flight Recorder dumps: plain data only, and nothing of Python's pickle machinery.
+"""A restricted unpickler for Flight Recorder dumps: plain data only, and no code run, ever.
 
-It interprets the pickle opcodes itself and builds only dicts, lists, tuples, strings, bytes, ints, floats, booleans
-and None. Every opcode that names a global, builds an object, calls something, takes a persistent id, an extension
-code or an out-of-band buffer, and sets and bytearrays, is refused with the opcode's name and offset. The input size,
-the nesting depth and the number of values (shared references counted each time they are reachable, so that a
-recursive or exponentially shared structure is refused too) are bounded.
+The rule is that of its own opcode interpreter (`_interpret`): it builds only dicts, lists, tuples, strings, bytes,
+ints, floats, booleans and None; every opcode that names a global, builds an object, calls something, takes a
+persistent id, an extension code or an out-of-band buffer, and sets and bytearrays, is refused with the opcode's name
+and offset; the input size, the nesting depth and the number of values (a shared container counted each time it is
+reachable, so that a recursive or exponentially shared structure is refused too) are bounded.
+
+The interpreter runs at Python speed, some twenty times slower than the standard library's. So a pickle is first
+given to the standard library's C unpickler with every way to an object other than plain data closed: `find_class`
+(the only way to a global, a class or a callable, hence to REDUCE, BUILD, NEWOBJ, INST and OBJ) and
+`persistent_load` refuse, and it is not used at all while copyreg's extension registry or cache holds anything (EXT
+codes would resolve there). What it returns is then checked as plain data within the same bounds. Anything it refuses
+or builds that is not plain data goes to the interpreter, which gives the precise error.
 """
 
+import copyreg
+import io
+import pickle
 import pickletools
 import struct
 
@@ -17,7 +27,7 @@ MAX_DEPTH = 32
 MAX_VALUES = 4_000_000
 
 _OPCODE_NAMES = {op.code.encode("latin-1")[0]: op.name for op in pickletools.opcodes}
-_SCALARS = (str, int, float, bool, bytes, type(None))
+_KEY_TYPES = frozenset((str, int, float, bool, bytes, type(None)))
 
 # The opcodes understood, by their byte (pickletools.opcodes documents each).
 MARK, STOP, POP, POP_MARK, DUP = 0x28, 0x2E, 0x30, 0x31, 0x32
@@ -35,40 +45,148 @@ def loads(data: bytes, *, name: str, max_depth: int = MAX_DEPTH, max_values: int
     """The plain data a pickle holds; `name` (the file) is named in every error."""
     if len(data) > MAX_BYTES:
         raise DumpError(f"{name}: {len(data):,} bytes, more than the {MAX_BYTES:,} a dump may have")
+    if not copyreg._extension_registry and not copyreg._extension_cache:
+        try:
+            value = _NoObjects(io.BytesIO(data)).load()
+            check_plain(value, name=name, max_depth=max_depth, max_values=max_values)
+        except Exception:  # noqa: BLE001 - whatever it was, the interpreter names it
+            pass
+        else:
+            return value
+    return interpret(data, name=name, max_depth=max_depth, max_values=max_values)
+
+
+class _NoObjects(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        raise PickleRefused(f"refused global {module}.{name}")
+
+    def persistent_load(self, pid):
+        raise PickleRefused("refused persistent id")
+
+
+def check_plain(value: object, *, name: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> None:
+    """Refuse anything but plain data nested at most `max_depth` deep with at most `max_values` values in all."""
+    scalars = _KEY_TYPES
+    pending = [(value, 1)]
+    seen = 0
+    while pending:
+        item, depth = pending.pop()
+        kind = type(item)
+        if kind in scalars:
+            seen += 1
+            continue
+        if depth > max_depth:
+            raise DumpError(f"{name}: nested more than {max_depth} deep")
+        if kind is dict:
+            for key in item:
+                if type(key) not in scalars:
+                    raise DumpError(f"{name}: a dict key of type {type(key).__name__}")
+            children = item.values()
+            seen += 1 + len(item)
+        elif kind is list or kind is tuple:
+            children = item
+            seen += 1
+        else:
+            raise DumpError(f"{name}: a value of type {kind.__name__}")
+        for child in children:
+            if type(child) in scalars:
+                seen += 1
+            else:
+                pending.append((child, depth + 1))
+        if seen > max_values:
+            raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
+
+
+def interpret(data: bytes, *, name: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> object:
+    """The same as `loads`, by the opcode interpreter alone."""
+    if len(data) > MAX_BYTES:
+        raise DumpError(f"{name}: {len(data):,} bytes, more than the {MAX_BYTES:,} a dump may have")
     try:
-        value = _interpret(data, name)
+        return _interpret(data, name, max_depth, max_values)
     except (PickleRefused, DumpError):
         raise
     except (IndexError, KeyError, struct.error) as error:
         raise DumpError(f"{name}: truncated or malformed pickle ({error})") from None
     except (ValueError, TypeError, UnicodeDecodeError, OverflowError) as error:
         raise DumpError(f"{name}: malformed pickle ({type(error).__name__}: {error})") from None
-    check_plain(value, name=name, max_depth=max_depth, max_values=max_values)
-    return value
 
 
-def check_plain(value: object, *, name: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> None:
-    """Refuse anything but plain data nested at most `max_depth` deep with at most `max_values` values in all."""
-    pending = [(value, 0)]
-    seen = 0
-    while pending:
-        item, depth = pending.pop()
-        seen += 1
-        if seen > max_values:
-            raise DumpError(f"{name}: more than {max_values:,} values (recursive or shared structure?)")
-        if isinstance(item, _SCALARS):
-            continue
-        if depth >= max_depth:
-            raise DumpError(f"{name}: nested more than {max_depth} deep")
-        if isinstance(item, dict):
-            for key, child in item.items():
-                if not isinstance(key, _SCALARS):
-                    raise DumpError(f"{name}: a dict key of type {type(key).__name__}")
-                pending.append((child, depth + 1))
-        elif isinstance(item, list | tuple):
-            pending.extend((child, depth + 1) for child in item)
-        else:
-            raise DumpError(f"{name}: a value of type {type(item).__name__}")
+class _Shapes:
+    """The number of values and the nesting depth of every container built, kept as they are built.
+
+    A container may be filled only until it is put into another one (picklers build children first), and never with
+    itself: so no structure is recursive, and the counts of a nested container are final when its parent adds them.
+    A container shared through the memo counts each time it is nested.
+    """
+
+    def __init__(self, name: str, max_depth: int, max_values: int):
+        self.name, self.max_depth, self.max_values = name, max_depth, max_values
+        self.shapes: dict[int, tuple[int, int]] = {}  # id -> (values, depth)
+        self.sealed: set[int] = set()
+        self.alive: list = []  # every container built, so that no id is reused while the pickle is read
+
+    def new(self, container, items=(), pos: int = 0):
+        self.shapes[id(container)] = (1, 1)
+        self.alive.append(container)
+        if items:
+            self.nest(container, items, pos)
+        return container
+
+    def nest(self, target, items, pos: int) -> None:
+        """Account for `items` put into `target` (a list being filled, or a new tuple or list)."""
+        key = id(target)
+        if key in self.sealed:
+            raise DumpError(f"{self.name}: a container filled after it was nested in another (byte {pos})")
+        values, depth = self.shapes[key]
+        shapes, sealed = self.shapes, self.sealed
+        for item in items:
+            shape = shapes.get(id(item))
+            if shape is None:
+                values += 1
+                continue
+            if item is target:
+                raise DumpError(f"{self.name}: a container inside itself (byte {pos})")
+            values += shape[0]
+            if shape[1] >= depth:
+                depth = shape[1] + 1
+            sealed.add(id(item))
+        self._check(key, values, depth)
+
+    def fill_dict(self, target, items: list, pos: int) -> None:
+        """SETITEMS: `items` alternate keys (plain scalars) and values."""
+        if type(target) is not dict:
+            raise DumpError(f"{self.name}: SETITEMS at byte {pos} onto a {type(target).__name__}")
+        if len(items) % 2:
+            raise DumpError(f"{self.name}: SETITEMS at byte {pos} with an odd number of items")
+        key = id(target)
+        if key in self.sealed:
+            raise DumpError(f"{self.name}: a container filled after it was nested in another (byte {pos})")
+        values, depth = self.shapes[key]
+        values += len(items) // 2
+        shapes, sealed = self.shapes, self.sealed
+        for index in range(0, len(items), 2):
+            name, value = items[index], items[index + 1]
+            if type(name) not in _KEY_TYPES:
+                raise DumpError(f"{self.name}: a dict key of type {type(name).__name__} at byte {pos}")
+            shape = shapes.get(id(value))
+            if shape is None:
+                values += 1
+            else:
+                if value is target:
+                    raise DumpError(f"{self.name}: a container inside itself (byte {pos})")
+                values += shape[0]
+                if shape[1] >= depth:
+                    depth = shape[1] + 1
+                sealed.add(id(value))
+            target[name] = value
+        self._check(key, values, depth)
+
+    def _check(self, key: int, values: int, depth: int) -> None:
+        if values > self.max_values:
+            raise DumpError(f"{self.name}: more than {self.max_values:,} values (shared structure?)")
+        if depth > self.max_depth:
+            raise DumpError(f"{self.name}: nested more than {self.max_depth} deep")
+        self.shapes[key] = (values, depth)
 
 
 def _refuse(op: int, pos: int, name: str) -> PickleRefused:
@@ -84,7 +202,9 @@ def _line(data: bytes, pos: int) -> tuple[bytes, int]:
     return data[pos:end], end + 1
 
 
-def _interpret(data: bytes, name: str) -> object:
+def _interpret(data: bytes, name: str, max_depth: int, max_values: int) -> object:
+    shapes = _Shapes(name, max_depth, max_values)
+    new, nest, fill_dict = shapes.new, shapes.nest, shapes.fill_dict
     stack: list = []
     marks: list[list] = []
     memo: dict[int, object] = {}
@@ -92,9 +212,7 @@ def _interpret(data: bytes, name: str) -> object:
     unpack_u32, unpack_u64 = struct.Struct("<I").unpack_from, struct.Struct("<Q").unpack_from
     pos, size = 0, len(data)
     while True:
-        if pos >= size:
-            raise DumpError(f"{name}: truncated pickle (no STOP)")
-        op = data[pos]
+        op = data[pos]  # past the end: IndexError, a truncated pickle
         start = pos
         pos += 1
         if op == BINGET:
@@ -123,20 +241,21 @@ def _interpret(data: bytes, name: str) -> object:
             stack.append(data[pos])
             pos += 1
         elif op == EMPTY_LIST:
-            stack.append([])
+            stack.append(new([]))
         elif op == APPENDS:
             items = stack
             stack = marks.pop()
             target = stack[-1]
             if type(target) is not list:
                 raise DumpError(f"{name}: APPENDS at byte {start} onto a {type(target).__name__}")
+            nest(target, items, start)
             target.extend(items)
         elif op == EMPTY_DICT:
-            stack.append({})
+            stack.append(new({}))
         elif op == SETITEMS:
             items = stack
             stack = marks.pop()
-            _set_items(stack[-1], items, start, name)
+            fill_dict(stack[-1], items, start)
         elif op == MEMOIZE:
             memo[len(memo)] = stack[-1]
         elif op == NONE:
@@ -148,15 +267,15 @@ def _interpret(data: bytes, name: str) -> object:
             stack.append(unpack_int(data, pos)[0])
             pos += 4
         elif op == TUPLE2:
-            stack[-2:] = [(stack[-2], stack[-1])]
+            stack[-2:] = [new((stack[-2], stack[-1]), stack[-2:], start)]
         elif op == TUPLE1:
-            stack[-1] = (stack[-1],)
+            stack[-1] = new((stack[-1],), stack[-1:], start)
         elif op == TUPLE3:
-            stack[-3:] = [(stack[-3], stack[-2], stack[-1])]
+            stack[-3:] = [new((stack[-3], stack[-2], stack[-1]), stack[-3:], start)]
         elif op == TUPLE:
             items = tuple(stack)
             stack = marks.pop()
-            stack.append(items)
+            stack.append(new(items, items, start))
         elif op == EMPTY_TUPLE:
             stack.append(())
         elif op == NEWTRUE:
@@ -185,20 +304,21 @@ def _interpret(data: bytes, name: str) -> object:
             item = stack.pop()
             if type(stack[-1]) is not list:
                 raise DumpError(f"{name}: APPEND at byte {start} onto a {type(stack[-1]).__name__}")
+            nest(stack[-1], (item,), start)
             stack[-1].append(item)
         elif op == SETITEM:
             value = stack.pop()
             key = stack.pop()
-            _set_items(stack[-1], [key, value], start, name)
+            fill_dict(stack[-1], [key, value], start)
         elif op == LIST:
             items = stack
             stack = marks.pop()
-            stack.append(items)
+            stack.append(new(items, items, start))
         elif op == DICT:
             items = stack
             stack = marks.pop()
-            stack.append({})
-            _set_items(stack[-1], items, start, name)
+            stack.append(new({}))
+            fill_dict(stack[-1], items, start)
         elif op in (BINBYTES, SHORT_BINBYTES, BINBYTES8):
             if op == SHORT_BINBYTES:
                 length, pos = data[pos], pos + 1
@@ -252,15 +372,3 @@ def _interpret(data: bytes, name: str) -> object:
                 memo[int(text)] = stack[-1]
         else:
             raise _refuse(op, start, name)
-
-
-def _set_items(target: object, items: list, pos: int, name: str) -> None:
-    if type(target) is not dict:
-        raise DumpError(f"{name}: SETITEMS at byte {pos} onto a {type(target).__name__}")
-    if len(items) % 2:
-        raise DumpError(f"{name}: SETITEMS at byte {pos} with an odd number of items")
-    for index in range(0, len(items), 2):
-        key = items[index]
-        if not isinstance(key, _SCALARS):
-            raise DumpError(f"{name}: a dict key of type {type(key).__name__} at byte {pos}")
-        target[key] = items[index + 1]
