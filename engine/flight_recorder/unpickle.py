@@ -158,28 +158,12 @@ class _Shapes:
             raise DumpError(f"{self.name}: SETITEMS at byte {pos} onto a {type(target).__name__}")
         if len(items) % 2:
             raise DumpError(f"{self.name}: SETITEMS at byte {pos} with an odd number of items")
-        key = id(target)
-        if key in self.sealed:
-            raise DumpError(f"{self.name}: a container filled after it was nested in another (byte {pos})")
-        values, depth = self.shapes[key]
-        values += len(items) // 2
-        shapes, sealed = self.shapes, self.sealed
-        for index in range(0, len(items), 2):
-            name, value = items[index], items[index + 1]
+        keys = items[0::2]
+        for name in keys:
             if type(name) not in _KEY_TYPES:
                 raise DumpError(f"{self.name}: a dict key of type {type(name).__name__} at byte {pos}")
-            shape = shapes.get(id(value))
-            if shape is None:
-                values += 1
-            else:
-                if value is target:
-                    raise DumpError(f"{self.name}: a container inside itself (byte {pos})")
-                values += shape[0]
-                if shape[1] >= depth:
-                    depth = shape[1] + 1
-                sealed.add(id(value))
-            target[name] = value
-        self._check(key, values, depth)
+        self.nest(target, items, pos)
+        target.update(zip(keys, items[1::2], strict=True))
 
     def _check(self, key: int, values: int, depth: int) -> None:
         if values > self.max_values:
