@@ -15,8 +15,9 @@ For each process group (told apart by name, which every rank shares):
 * `mismatch` at every sequence number that two or more ranks hold: a different op, or different input/output sizes or
   dtypes where the op requires them equal (a desynchronised program). The ranks named are those apart from a strict
   majority; without one, every rank at that sequence number;
-* for point-to-point operations (recorded by NCCL, not by Gloo), a send or receive not completed whose peer's dump
-  holds all of its point-to-point operations of the group and has no matching one: `never_enqueued` for the peer.
+* for point-to-point operations (recorded by NCCL, not by Gloo) in a group whose members are known, a send or receive
+  not completed whose peer's dump holds all of its point-to-point operations of the group and has no matching one:
+  `never_enqueued` for the peer.
 
 Everything is sorted; nothing depends on the order of files, entries, dicts or sets.
 """
@@ -156,8 +157,8 @@ def analyse(dumps: tuple[Dump, ...] | list[Dump], *, world_size: int | None = No
     for name in names:
         desc = descs.get(name) or (configs[name].desc if name in configs else "")
         group_entries = entries.get(name, {})
-        members = _members(name, desc, configs.get(name), group_entries, world)
-        report, group_findings = _analyse_group(name, desc, members, group_entries, by_rank)
+        members, known = _members(name, desc, configs.get(name), group_entries, world)
+        report, group_findings = _analyse_group(name, desc, members, known, group_entries, by_rank)
         groups.append(report)
         findings.extend(group_findings)
     findings.sort(
@@ -194,19 +195,20 @@ def _configs(by_rank: dict[int, Dump]) -> dict[str, GroupConfig]:
     return configs
 
 
-def _members(name, desc, config, group_entries, world) -> tuple[int, ...]:
+def _members(name, desc, config, group_entries, world) -> tuple[tuple[int, ...], bool]:
+    """The group's global ranks, and whether they are known (rather than seen in the dumps)."""
     if config is not None:
-        return tuple(sorted(set(config.ranks)))
+        return tuple(sorted(set(config.ranks))), True
     if desc == "default_pg":
-        return tuple(range(world))
-    return tuple(sorted(group_entries))
+        return tuple(range(world)), True
+    return tuple(sorted(group_entries)), False
 
 
 def _done(entry: Entry, tracks_state: bool) -> bool:
     return entry.state == "completed" if tracks_state else entry.retired is not False
 
 
-def _analyse_group(name, desc, members, group_entries, by_rank) -> tuple[GroupReport, list[Finding]]:
+def _analyse_group(name, desc, members, known, group_entries, by_rank) -> tuple[GroupReport, list[Finding]]:
     collectives = {
         rank: {entry.collective_seq_id: entry for entry in rank_entries if not entry.is_p2p}
         for rank, rank_entries in group_entries.items()
@@ -228,7 +230,8 @@ def _analyse_group(name, desc, members, group_entries, by_rank) -> tuple[GroupRe
     if not waited_on:
         pending_seq = highest if lost and highest else None
     findings = _mismatches(name, desc, collectives)
-    findings.extend(_p2p_findings(name, desc, members, group_entries, by_rank, tracks_state))
+    if known:  # p2p names group-local ranks: without the membership they cannot be placed
+        findings.extend(_p2p_findings(name, desc, members, group_entries, by_rank, tracks_state))
     if pending_seq is None:
         states = ()
         if lost:

@@ -239,6 +239,14 @@ def test_an_unmatched_send_names_the_peer_that_never_posted_the_receive():
     assert analyse(nccl_dumps(per_rank)).findings == ()
 
 
+def test_p2p_is_placed_only_in_a_group_whose_members_are_known():
+    per_rank = {rank: [nccl_entry(1, group="7")] for rank in (2, 3, 5)}
+    per_rank[2].append(nccl_entry(1, "started", op="send 0->1", group="7", p2p_seq=1))
+    assert [f for f in analyse(nccl_dumps(per_rank, {"0": [2, 3, 5]})).findings if f.p2p] == []
+    report = analyse(nccl_dumps(per_rank, {"7": [2, 3, 5]}))
+    assert [(f.kind, f.p2p, f.ranks) for f in report.findings] == [(FindingKind.NEVER_ENQUEUED, True, (3,))]
+
+
 def test_a_thousand_ranks_fit_on_a_page():
     per_rank = {rank: [nccl_entry(s) for s in range(1, 3)] + [nccl_entry(3, "started")] for rank in range(1024)}
     for straggler in (13, 200, 201):
