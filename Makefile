@@ -49,6 +49,7 @@ lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
 bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 	@command -v rg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/flight_recorder.py
 	scripts/services.sh
 	$(BIN)/python bench/pipeline.py
 	$(BIN)/python bench/pages.py

@@ -1,0 +1,115 @@
+"""Flight Recorder benchmark: read and analyse the dumps of a 1,024-rank hang, beside merely loading the same files.
+
+    python bench/flight_recorder.py [--ranks 1024] [--collectives 16] [--repeat 3]
+
+Builds, in a temporary folder, a dump set from a real dump (engine/flight_recorder/tests/dumps/straggler/rank_0,
+torch 2.13 with Gloo, stack frames included) as template: every rank with `--collectives` all_reduces of the default
+group and the template's subgroup entry, one rank stopping one collective short, written once as pickles and once as
+JSON in PyTorch's two flavours. Times `read_dump_dir` + `analyse` on each set and, in the same run, the standard
+library's loaders (pickle.loads, json.loads) over the same files, which check nothing and build no typed objects;
+prints the best of `--repeat` runs beside the target (1 s) and the ratio to the reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import pickle
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.flight_recorder import FindingKind, analyse, read_dump_dir  # noqa: E402
+from engine.flight_recorder.unpickle import loads  # noqa: E402
+
+TEMPLATE = ROOT / "engine" / "flight_recorder" / "tests" / "dumps" / "straggler" / "rank_0"
+TARGET_S = 1.0
+
+
+def build(folder: Path, ranks: int, collectives: int, straggler: int) -> None:
+    template = loads(TEMPLATE.read_bytes(), name=TEMPLATE.name)
+    collective = next(e for e in template["entries"] if e["process_group"][0] == "0")
+    subgroup = next(e for e in template["entries"] if e["process_group"][0] != "0")
+    (folder / "pickle").mkdir()
+    (folder / "json").mkdir()
+    for rank in range(ranks):
+        count = collectives - 1 if rank == straggler else collectives
+        entries = []
+        for seq in range(1, count + 1):
+            entry = dict(
+                collective, collective_seq_id=seq, op_id=seq, time_created_ns=collective["time_created_ns"] + seq
+            )
+            entries.append(entry)
+            if seq == 2 and rank % 2 == 0:
+                entries.append(dict(subgroup))
+        for index, entry in enumerate(entries):
+            entry["record_id"] = index
+        dump = dict(template, entries=entries)
+        dump["pg_status"] = {"0": {**template["pg_status"]["0"], "last_enqueued_collective": count}}
+        (folder / "pickle" / f"rank_{rank}").write_bytes(pickle.dumps(dump, protocol=2))
+        (folder / "json" / f"rank_{rank}").write_text(json.dumps(_json_flavour(dump), separators=(",", ":")))
+
+
+def _json_flavour(dump: dict) -> dict:
+    """What _dump_fr_trace_json writes for the same dump: no frames, lists for tuples, strings, 0 for None."""
+    dump = copy.deepcopy(dump)
+    for entry in dump["entries"]:
+        entry.pop("frames", None)
+        entry["process_group"] = list(entry["process_group"])
+        for field in ("time_discovered_started_ns", "time_discovered_completed_ns"):
+            entry[field] = entry[field] or 0
+    dump["pg_status"] = {
+        group: {key: str(value) for key, value in status.items()} for group, status in dump["pg_status"].items()
+    }
+    return dump
+
+
+def best(repeat: int, action) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", type=int, default=1024)
+    parser.add_argument("--collectives", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    straggler = args.ranks * 3 // 5
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        build(folder, args.ranks, args.collectives, straggler)
+        for kind, reference_name, reference in (
+            ("pickle", "pickle.loads", pickle.loads),
+            ("json", "json.loads", json.loads),
+        ):
+            files = sorted((folder / kind).iterdir())
+            size = sum(path.stat().st_size for path in files)
+            ref_s, _ = best(
+                args.repeat, lambda files=files, reference=reference: [reference(p.read_bytes()) for p in files]
+            )
+            read_s, dumps = best(args.repeat, lambda kind=kind: read_dump_dir(folder / kind))
+            analyse_s, report = best(args.repeat, lambda dumps=dumps: analyse(dumps, world_size=args.ranks))
+            finding = report.findings[0]
+            assert (finding.kind, finding.ranks) == (FindingKind.NEVER_ENQUEUED, (straggler,)), report.summary()
+            total = read_s + analyse_s
+            print(
+                f"{kind:6} {len(files)} ranks, {args.collectives} collectives each, {size / 1e6:.1f} MB: "
+                f"read {read_s:.3f} s + analyse {analyse_s:.3f} s = {total:.3f} s (target < {TARGET_S:.0f} s: "
+                f"{'met' if total < TARGET_S else 'MISSED'}); {reference_name} alone {ref_s:.3f} s; "
+                f"ratio {total / ref_s:.1f}x"
+            )
+        print(finding.text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Run the Flight Recorder cases of fr_job.py with torchrun and keep their dumps (see README.md beside this file).
+
+    python3 contrib/flight_recorder/make_dumps.py --torchrun /work/torchenv/bin/torchrun \
+        --out engine/flight_recorder/tests/dumps
+
+Each case lands in `<out>/<case>/`: the pickles PyTorch writes (`rank_<N>`), for the cases in JSON_CASES the JSON
+dumps of the same moment in `<out>/<case>/json/rank_<N>`, and `MADE_BY.json` with the torch version, the command,
+torchrun's exit code and the ranks that left no dump. A case whose culprit leaves a dump when it should not (or the
+reverse), or that loses more than one other dump, fails the script.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+JOB = Path(__file__).with_name("fr_job.py")
+TIMEOUT_S = 5
+# case: (ranks, culprit, whether the culprit leaves a dump). Other ranks may crash without one too: in dtype_mismatch
+# Gloo aborts the rank that receives the wider data ("Received data size doesn't match expected size").
+CASES = {
+    "healthy": (4, None, True),
+    "straggler": (4, 2, True),
+    "dead": (8, 5, False),
+    "wrong_op": (4, 3, True),
+    "size_mismatch": (4, 1, True),
+    "dtype_mismatch": (4, 2, True),
+}
+JSON_CASES = {"healthy", "straggler"}
+PREFIX = "rank_"
+
+
+def torch_version(torchrun: str) -> str:
+    python = Path(shutil.which(torchrun) or torchrun).with_name("python")
+    code = "import torch; print(torch.__version__)"
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def run_case(torchrun: str, case: str, out: Path, version: str, port: int) -> None:
+    ranks, culprit, culprit_dumps = CASES[case]
+    target = out / case
+    with tempfile.TemporaryDirectory() as scratch:
+        pickles, jsons = Path(scratch, "pickle"), Path(scratch, "json")
+        pickles.mkdir()
+        jsons.mkdir()
+        env = dict(os.environ, TORCH_FR_BUFFER_SIZE="64", TORCH_FR_DUMP_TEMP_FILE=f"{pickles}/{PREFIX}")
+        if case in JSON_CASES:
+            env["FAULTLINE_FR_JSON_PREFIX"] = f"{jsons}/{PREFIX}"
+        job_args = ["--case", case, "--timeout", str(TIMEOUT_S)]
+        if culprit is not None:
+            job_args += ["--culprit", str(culprit)]
+        command = [
+            torchrun,
+            "--nproc_per_node",
+            str(ranks),
+            "--master_port",
+            str(port),
+            "--monitor-interval",
+            "10",
+            str(JOB),
+            *job_args,
+        ]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        made = sorted(int(p.name.removeprefix(PREFIX)) for p in pickles.iterdir())
+        if culprit is not None and (culprit in made) != culprit_dumps or len(made) < ranks - 2:
+            sys.stderr.write(done.stderr[-4000:])
+            raise SystemExit(f"{case}: unexpected dumps from ranks {made}")
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(pickles, target)
+        if case in JSON_CASES:
+            shutil.copytree(jsons, target / "json")
+    shown = shlex.join(
+        ["TORCH_FR_BUFFER_SIZE=64", f"TORCH_FR_DUMP_TEMP_FILE=<dir>/{PREFIX}"]
+        + ([f"FAULTLINE_FR_JSON_PREFIX=<dir>/json/{PREFIX}"] if case in JSON_CASES else [])
+        + ["torchrun", *command[1 : -len(job_args) - 1], "contrib/flight_recorder/fr_job.py", *job_args]
+    )
+    made_by = {
+        "torch": version,
+        "backend": "gloo",
+        "case": case,
+        "ranks": ranks,
+        "culprit": culprit,
+        "command": shown,
+        "torchrun_exit_code": done.returncode,
+        "ranks_without_dump": [rank for rank in range(ranks) if rank not in made],
+    }
+    (target / "MADE_BY.json").write_text(json.dumps(made_by, indent=2, sort_keys=True) + "\n")
+    print(f"{case}: {len(made)} dumps, torchrun exit {done.returncode}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--torchrun", default="torchrun", help="torchrun of a virtualenv with torch installed")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="only these cases (repeatable)")
+    args = parser.parse_args()
+    version = torch_version(args.torchrun)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for index, case in enumerate(args.case or CASES):
+        run_case(args.torchrun, case, args.out, version, 29600 + index)
+
+
+if __name__ == "__main__":
+    main()
