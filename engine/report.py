@@ -186,6 +186,13 @@ def to_json(diagnosis: dict) -> str:
     return json.dumps(diagnosis, indent=2, ensure_ascii=False) + "\n"
 
 
+def _shown(item: dict) -> str:
+    """A time as the text report shows it: ``~`` before one not read from its line, ``?`` when unknown."""
+    if item.get("time_approx"):
+        return "~" + (item["time"] or "?")
+    return item["time"] or "?"
+
+
 def to_text(diagnosis: dict) -> str:
     """A readable terminal report: outcome, root cause, key events in time order, evidence with file:line."""
     attempt = diagnosis["attempt"]
@@ -194,7 +201,7 @@ def to_text(diagnosis: dict) -> str:
     if root:
         nodes = ", ".join(root["nodes"]) or "the whole job"
         lines += [
-            f"  Root cause  {diagnosis['domain']}/{diagnosis['subdomain']} on {nodes} at {root['time'] or '?'}",
+            f"  Root cause  {diagnosis['domain']}/{diagnosis['subdomain']} on {nodes} at {_shown(root)}",
             f"              {root['summary']}  [{root['rule']}]",
         ]
         if root["action"]:
@@ -202,7 +209,7 @@ def to_text(diagnosis: dict) -> str:
     for candidate in diagnosis["candidates"]:
         nodes = ", ".join(candidate["nodes"]) or "the whole job"
         lines.append(
-            f"  Candidate   {candidate['domain']}/{candidate['subdomain']} on {nodes} at {candidate['time']}: "
+            f"  Candidate   {candidate['domain']}/{candidate['subdomain']} on {nodes} at {_shown(candidate)}: "
             f"{candidate['summary']}  [{candidate['rule']}]"
         )
     if diagnosis["outcome"] == "unattributed":
@@ -220,7 +227,7 @@ def to_text(diagnosis: dict) -> str:
     if diagnosis["evidence"]:
         lines.append("Key events")
         for item in sorted(diagnosis["evidence"], key=lambda e: (e["time"] or "~", e["ref"])):
-            lines.append(f"  {item['time'] or '?':24} {item['role']:10} {item['node'] or '-':20} {item['ref']}")
+            lines.append(f"  {_shown(item):24} {item['role']:10} {item['node'] or '-':20} {item['ref']}")
             lines.append(f"      {item['text']}")
     lines.append("Sources")
     for source in diagnosis["sources"]:
