@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from engine.bundle import BundleError, attempt_document, parse_attempt, parse_time
 from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SourceReport
 
 
@@ -50,38 +51,21 @@ class DiscoveredAttempt:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> DiscoveredAttempt:
-        from connectors.localfiles import parse_attempt
-
         document = dict(data)
         extra = document.pop("extra", {}) or {}
-        return cls(attempt=parse_attempt(document, where="discovered attempt"), extra=extra)
+        try:
+            return cls(attempt=parse_attempt(document, where="discovered attempt"), extra=extra)
+        except BundleError as exc:
+            raise ConnectorError(str(exc), permanent=True) from None
 
 
-def attempt_document(attempt: Attempt) -> dict:
-    """An Attempt as the ``attempt.json`` document of CONTRACTS.md section 1."""
-    document = {
-        "cluster": attempt.cluster,
-        "scheduler": attempt.scheduler,
-        "job_id": attempt.job_id,
-        "attempt": attempt.attempt,
-        "name": attempt.name,
-        "user": attempt.user,
-        "nodes": list(attempt.nodes),
-        "start": rfc3339(attempt.start),
-        "end": rfc3339(attempt.end),
-        "state": attempt.state,
-        "exit_code": attempt.exit_code,
-        "reason": attempt.reason,
-        "timezone": attempt.timezone,
-    }
-    if attempt.ranks:
-        document["ranks"] = {str(rank): node for rank, node in sorted(attempt.ranks.items())}
-    return document
-
-
-def rfc3339(moment: datetime) -> str:
-    text = moment.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+def record_time(value: object, where: str) -> datetime:
+    """An RFC 3339 time of a scheduler's record (or a cursor), as an aware UTC datetime; a permanent
+    ``ConnectorError`` naming ``where`` when it is not one."""
+    try:
+        return parse_time(value, where)
+    except BundleError as exc:
+        raise ConnectorError(str(exc), permanent=True) from None
 
 
 @runtime_checkable
@@ -130,7 +114,7 @@ class MetricSource(Protocol):
 KINDS: dict[str, tuple[str, str]] = {
     "slurm": ("scheduler", "connectors.slurm.scheduler.SlurmScheduler"),
     "kueue": ("scheduler", "connectors.kubernetes.kueue.KueueScheduler"),
-    "bundles": ("scheduler", "connectors.localfiles.BundleFolder"),
+    "bundles": ("scheduler", "connectors.folder.WatchedFolder"),
     "files": ("logs", "connectors.files.FileLogSource"),
     "loki": ("logs", "connectors.loki.source.LokiLogSource"),
     "prometheus": ("metrics", "connectors.prometheus.source.PrometheusMetricSource"),

@@ -23,11 +23,9 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
-from connectors.bundle_writer import write_bundle
-from connectors.localfiles import BundleError, parse_attempt
+from engine.bundle import ATTEMPT_FILE, BundleError, parse_attempt, write_bundle
 from engine.context import Attempt, AttemptContext
 
-ATTEMPT_FILE = "attempt.json"
 CHUNK = 1 << 20
 HEADER_ALLOWANCE = 1024  # tar header and padding bytes allowed per member beyond its content
 

@@ -22,10 +22,10 @@ from django.utils import timezone
 from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import failure_report
 from connectors.gather import gather as gather_sources
-from connectors.localfiles import load_bundle
 from diagnoses import bundles
 from diagnoses.connectors import allowed_kinds, backoff_seconds, scheduler_of, source_of
 from diagnoses.models import Attempt, Source
+from engine.bundle import BundleError, load_bundle
 from engine.context import AttemptContext, SourceReport
 
 Gatherer = Callable[[Attempt], AttemptContext]
@@ -45,8 +45,11 @@ def gatherer(kind: str) -> Callable[[Gatherer], Gatherer]:
 
 @gatherer("localfiles")
 def gather_stored_bundle(attempt: Attempt) -> AttemptContext:
-    """The attempt's stored bundle, read by the local-files connector."""
-    return load_bundle(bundles.path_of(attempt.bundle))
+    """The attempt's stored bundle, read back; an unusable bundle is a permanent error."""
+    try:
+        return load_bundle(bundles.path_of(attempt.bundle))
+    except BundleError as exc:
+        raise ConnectorError(str(exc), permanent=True) from None
 
 
 def gather_discovered(attempt: Attempt) -> AttemptContext:

@@ -19,13 +19,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from connectors.base import ConnectorError, DiscoveredAttempt, attempt_document
+from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import failure_report
 from diagnoses import bundles
 from diagnoses.connectors import backoff_seconds, scheduler_of
 from diagnoses.gather import gather
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
 from engine import Analysis, to_json
+from engine.bundle import attempt_document
 from engine.context import Attempt as ParsedAttempt
 from rules.models import RuleSetRevision
 from rules.selectors import revision_engine

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from django.db import transaction
 
-from connectors.localfiles import load_bundle
 from diagnoses import bundles
 from diagnoses.models import Attempt, Review
 from engine import Engine
+from engine.bundle import load_bundle
 from rules.agreement import differences
 from rules.models import RegressionCase
 

@@ -12,9 +12,9 @@ import pytest
 
 from connectors.base import KINDS, ConnectorError, DiscoveredAttempt, LogSource, MetricSource, Scheduler, build
 from connectors.files import FileLogSource
+from connectors.folder import WatchedFolder, scan_folder
 from connectors.gather import gather
 from connectors.http_client import HttpClient
-from connectors.localfiles import BundleFolder, scan_folder
 from connectors.settings import SettingError, Settings
 from connectors.tests.http_double import HttpDouble
 from engine.context import Attempt, AttemptContext, LogStream, SourceReport
@@ -311,7 +311,7 @@ def test_bundle_folder_discovers_each_bundle_once_and_skips_bad_ones(tmp_path):
     write_bundle(tmp_path, "a")
     bad = write_bundle(tmp_path, "b")
     (bad / "attempt.json").write_text("{not json")
-    folder = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0})
+    folder = WatchedFolder("drop", {"path": str(tmp_path), "settle_seconds": 0})
     found, cursor = folder.discover(None)
     assert [d.attempt.job_id for d in found] == ["a"]
     assert json.loads(cursor) == ["a", "b"]
@@ -324,9 +324,9 @@ def test_bundle_folder_discovers_each_bundle_once_and_skips_bad_ones(tmp_path):
 
 def test_a_bundle_folder_of_one_cluster_skips_bundles_naming_another(tmp_path):
     write_bundle(tmp_path, "a")
-    folder = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "lab"})
+    folder = WatchedFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "lab"})
     found, _ = folder.discover(None)
     assert found == []
     assert folder.skipped == [f"{tmp_path / 'a'}: names cluster 'c'; this folder is 'lab''s"]
-    own = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "c"})
+    own = WatchedFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "c"})
     assert [d.attempt.job_id for d in own.discover(None)[0]] == ["a"]

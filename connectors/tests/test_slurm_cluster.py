@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from connectors.base import DiscoveredAttempt, rfc3339
+from connectors.base import DiscoveredAttempt
 from connectors.gather import gather
-from connectors.localfiles import load_bundle
 from connectors.slurm.scheduler import SlurmScheduler
 from engine import Engine, load_rules
+from engine.bundle import load_bundle, rfc3339
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [

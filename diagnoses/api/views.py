@@ -17,7 +17,6 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from connectors.localfiles import BundleError, load_bundle
 from diagnoses import bundles, selectors, services
 from diagnoses.api.serializers import (
     AttemptAcceptedSerializer,
@@ -42,6 +41,7 @@ from diagnoses.filters import (
     ReviewFilter,
 )
 from engine import to_json
+from engine.bundle import BundleError, load_bundle
 from rules.selectors import engine_current
 
 BUNDLE_BODY = {"application/gzip": OpenApiTypes.BINARY, "multipart/form-data": BundleUploadSerializer}

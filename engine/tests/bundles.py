@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from connectors.localfiles import load_bundle
 from engine import Engine, load_rules
+from engine.bundle import load_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PACK = ROOT / "rules" / "packs" / "default"

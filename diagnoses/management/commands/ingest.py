@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from diagnoses import services
-from diagnoses.bundles import ATTEMPT_FILE, BundleRejected
+from diagnoses.bundles import BundleRejected
+from engine.bundle import ATTEMPT_FILE
 
 
 def find_bundles(paths: list[str]) -> list[Path]:

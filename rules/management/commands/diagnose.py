@@ -11,8 +11,8 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from connectors.localfiles import BundleError, load_bundle
 from engine import Engine, RuleSetError, load_rules, to_json, to_text
+from engine.bundle import BundleError, load_bundle
 from rules.engines import ENGINE_CACHE
 from rules.selectors import engine_current
 

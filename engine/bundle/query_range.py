@@ -1,4 +1,5 @@
-"""Prometheus ``/api/v1/query_range`` response bodies (``resultType: matrix``) as MetricSeries."""
+"""Prometheus ``/api/v1/query_range`` response bodies (``resultType: matrix``) as MetricSeries: what a
+bundle's ``metrics/*.json`` hold, and what the Prometheus connector reads from the server."""
 
 from __future__ import annotations
 

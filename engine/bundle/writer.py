@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from connectors.base import attempt_document, rfc3339
-from connectors.localfiles import LOG_SUFFIXES, SOURCES_FILE
-from connectors.prometheus_format import node_from_labels
-from engine.context import AttemptContext, LogStream, MetricSeries, SchedulerEvent
+from engine.bundle.query_range import node_from_labels
+from engine.bundle.reader import ATTEMPT_FILE, LOG_SUFFIXES, SOURCES_FILE
+from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent
 
 CHUNK = 1 << 20
 
@@ -26,7 +26,7 @@ CHUNK = 1 << 20
 def write_bundle(context: AttemptContext, destination: Path) -> None:
     """Write ``context`` into ``destination``, a directory that must not exist yet."""
     destination.mkdir(parents=True)
-    _write_json(destination / "attempt.json", attempt_document(context.attempt))
+    _write_json(destination / ATTEMPT_FILE, attempt_document(context.attempt))
     for stream in context.streams:
         _append_stream(stream, destination / _stream_file(stream))
     events: dict[str, list[dict]] = defaultdict(list)
@@ -44,6 +44,33 @@ def write_bundle(context: AttemptContext, destination: Path) -> None:
             destination / SOURCES_FILE,
             [{"name": r.name, "kind": r.kind, "status": r.status, "detail": r.detail} for r in context.reports],
         )
+
+
+def attempt_document(attempt: Attempt) -> dict:
+    """An Attempt as the ``attempt.json`` document of CONTRACTS.md section 1."""
+    document = {
+        "cluster": attempt.cluster,
+        "scheduler": attempt.scheduler,
+        "job_id": attempt.job_id,
+        "attempt": attempt.attempt,
+        "name": attempt.name,
+        "user": attempt.user,
+        "nodes": list(attempt.nodes),
+        "start": rfc3339(attempt.start),
+        "end": rfc3339(attempt.end),
+        "state": attempt.state,
+        "exit_code": attempt.exit_code,
+        "reason": attempt.reason,
+        "timezone": attempt.timezone,
+    }
+    if attempt.ranks:
+        document["ranks"] = {str(rank): node for rank, node in sorted(attempt.ranks.items())}
+    return document
+
+
+def rfc3339(moment: datetime) -> str:
+    text = moment.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _write_json(path: Path, document) -> None:

@@ -1,23 +1,18 @@
-"""The local-files connector: reads an attempt bundle (CONTRACTS.md section 1) into an AttemptContext,
-and watches a folder for new bundles (``scan_folder``, ``BundleFolder``).
+"""Reading an attempt bundle (CONTRACTS.md section 1) into the engine's input, an ``AttemptContext``.
 
-It is the reference every other connector is tested against. Nothing here reads a log file: streams
+The bundle is the on-disk form of an ``AttemptContext``: every connector produces the same context, and
+the bundle read back is the reference they are tested against. Nothing here reads a log file: streams
 are opened lazily by the engine, so a bundle of any size costs the same to load.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import time
-from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from connectors.base import ConnectorError, DiscoveredAttempt
-from connectors.prometheus_format import parse_query_range
-from connectors.settings import Settings
+from engine.bundle.query_range import parse_query_range
 from engine.context import (
     Attempt,
     AttemptContext,
@@ -27,6 +22,7 @@ from engine.context import (
     stream_kind,
 )
 
+ATTEMPT_FILE = "attempt.json"
 LOG_SUFFIXES = (".log", ".out", ".err")
 ATTEMPT_FIELDS = {
     "cluster", "scheduler", "job_id", "attempt", "name", "user", "nodes", "start", "end", "state",
@@ -40,11 +36,9 @@ REPORT_FIELDS = ("name", "kind", "status", "detail")
 SCHEDULERS = ("slurm", "kueue", "kubernetes", "static")
 
 
-class BundleError(ConnectorError):
-    """The bundle cannot be used; the message names the file and the field."""
-
-    def __init__(self, message: str):
-        super().__init__(message, permanent=True)
+class BundleError(Exception):
+    """The bundle cannot be used; the message names the file and the field. (A connector that reads
+    bundles raises it as a permanent ``ConnectorError``: reading it again cannot help.)"""
 
 
 def parse_time(value: object, where: str) -> datetime:
@@ -63,7 +57,7 @@ def parse_time(value: object, where: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def parse_attempt(data: object, *, where: str = "attempt.json", strict: bool = False) -> Attempt:
+def parse_attempt(data: object, *, where: str = ATTEMPT_FILE, strict: bool = False) -> Attempt:
     """Validate an ``attempt.json`` document. ``strict`` also rejects unknown fields."""
     if not isinstance(data, dict):
         raise BundleError(f"{where}: expected a JSON object")
@@ -208,7 +202,7 @@ def load_bundle(path: str | Path, *, strict: bool = False) -> AttemptContext:
     root = Path(path)
     if not root.is_dir():
         raise BundleError(f"{root}: not a directory")
-    attempt_file = root / "attempt.json"
+    attempt_file = root / ATTEMPT_FILE
     try:
         raw = attempt_file.read_bytes()
     except FileNotFoundError:
@@ -274,86 +268,3 @@ def _log_streams(root: Path, reports: list[SourceReport]) -> list[LogStream]:
         elif entry.is_file() and entry.suffix in LOG_SUFFIXES:
             streams.append(LogStream.from_path(f"logs/{entry.name}", entry.stem, None, entry))
     return streams
-
-
-def scan_folder(folder: str | Path, seen: Collection[str], *, settle: float, now: float) -> list[Path]:
-    """The complete bundle directories of a watched folder that are not in ``seen``, by name.
-
-    A bundle is complete when its ``attempt.json`` exists and nothing in the directory has changed for
-    ``settle`` seconds before ``now`` (a copy in progress keeps touching it). Hidden entries are skipped.
-    """
-    root = Path(folder)
-    if not root.is_dir():
-        raise ConnectorError(f"{root}: watched folder is not a directory", permanent=True)
-    found = []
-    for entry in sorted(root.iterdir()):
-        if entry.name in seen or entry.name.startswith(".") or not entry.is_dir():
-            continue
-        if not (entry / "attempt.json").is_file():
-            continue
-        changed = _last_change(entry)
-        if changed is not None and now - changed >= settle:
-            found.append(entry)
-    return found
-
-
-def _last_change(directory: Path) -> float | None:
-    """The latest modification time of ``directory`` and everything in it (None if it vanished)."""
-    try:
-        latest = directory.stat().st_mtime
-        for parent, dirs, files in os.walk(directory):
-            for name in (*dirs, *files):
-                latest = max(latest, os.lstat(os.path.join(parent, name)).st_mtime)
-    except FileNotFoundError:
-        return None
-    return latest
-
-
-class BundleFolder:
-    """A watched folder as a scheduler: each new complete bundle in it is one discovered attempt.
-
-    Settings: ``path`` (the folder), ``settle_seconds`` (default 30), ``cluster`` (when set, a bundle
-    naming another cluster is skipped). The cursor is the JSON list of the bundle names already seen. A
-    bundle whose ``attempt.json`` is unusable is seen once and listed in ``skipped``, never retried
-    silently forever.
-    """
-
-    def __init__(self, name: str, settings: Mapping):
-        self.name = name
-        reader = Settings(name, settings)
-        self.path = Path(reader.text("path", required=True))
-        self.settle = reader.number("settle_seconds", 30.0)
-        self.cluster = reader.text("cluster")
-        reader.finish()
-        self.skipped: list[str] = []
-
-    def discover(self, cursor: str | None) -> tuple[list[DiscoveredAttempt], str | None]:
-        seen = set(_seen_names(cursor))
-        found, self.skipped = [], []
-        for bundle in scan_folder(self.path, seen, settle=self.settle, now=time.time()):
-            seen.add(bundle.name)
-            try:
-                attempt = parse_attempt(json.loads((bundle / "attempt.json").read_bytes()), where=str(bundle))
-            except (OSError, ValueError, ConnectorError) as exc:
-                self.skipped.append(f"{bundle}: {exc}")
-                continue
-            if self.cluster and attempt.cluster != self.cluster:
-                self.skipped.append(f"{bundle}: names cluster {attempt.cluster!r}; this folder is {self.cluster!r}'s")
-                continue
-            found.append(DiscoveredAttempt(attempt=attempt, extra={"bundle": str(bundle)}))
-        return found, json.dumps(sorted(seen))
-
-    def attempt_context(self, discovered: DiscoveredAttempt) -> AttemptContext:
-        return load_bundle(discovered.extra["bundle"])
-
-
-def _seen_names(cursor: str | None) -> list[str]:
-    if not cursor:
-        return []
-    try:
-        names = json.loads(cursor)
-    except ValueError:
-        names = None
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise ConnectorError(f"bundle folder cursor is not a JSON list of names: {cursor[:80]!r}", permanent=True)
-    return names
