@@ -6,6 +6,7 @@ The browser tests drive Debian's Chromium through Playwright.
 import os
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -46,3 +47,20 @@ def browser_type_launch_args(browser_type_launch_args):
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1280, "height": 800}}
+
+
+@pytest.fixture
+def migrator_of(db):
+    """``migrator_of((app, migration))`` migrates the test database to that migration (forwards or
+    backwards, inside the test's transaction, which undoes it) and returns the app's models as they were
+    then (``.Cluster``, ...)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    def migrate(target: tuple[str, str]) -> SimpleNamespace:
+        executor = MigrationExecutor(connection)
+        executor.migrate([target])
+        apps = executor.loader.project_state([target]).apps
+        return SimpleNamespace(**{model.__name__: model for model in apps.get_app_config(target[0]).get_models()})
+
+    return migrate

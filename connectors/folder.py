@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from connectors.base import ConnectorError, DiscoveredAttempt
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
 from engine.bundle import ATTEMPT_FILE, BundleError, load_bundle, parse_attempt
 from engine.context import AttemptContext
 

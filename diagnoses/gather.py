@@ -1,7 +1,7 @@
 """Gather: the attempt's context from its cluster's connector, whatever kind of connector that is.
 
 A small registry maps ``Cluster.connector`` to a function returning the engine's ``AttemptContext``.
-``localfiles`` (no scheduler) reads the attempt's stored bundle. A cluster with a scheduler
+``uploads`` (no scheduler) reads the attempt's stored bundle. A cluster with a scheduler
 (``slurm``, ``kueue``, ``bundles``, an allowed dotted path) gathers each attempt its discovery found
 once, through ``connectors.gather``: the scheduler's record and output plus every log and metric
 source, with what each could not gather reported. That is written into the bundle store as the
@@ -23,8 +23,8 @@ from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import failure_report
 from connectors.gather import gather as gather_sources
 from diagnoses import bundles
-from diagnoses.connectors import allowed_kinds, backoff_seconds, scheduler_of, source_of
-from diagnoses.models import Attempt, Source
+from diagnoses.cluster_connectors import allowed_kinds, backoff_seconds, scheduler_of, source_of
+from diagnoses.models import Attempt, Cluster, Source
 from engine.bundle import BundleError, load_bundle
 from engine.context import AttemptContext, SourceReport
 
@@ -43,7 +43,7 @@ def gatherer(kind: str) -> Callable[[Gatherer], Gatherer]:
     return register
 
 
-@gatherer("localfiles")
+@gatherer(Cluster.NO_SCHEDULER)
 def gather_stored_bundle(attempt: Attempt) -> AttemptContext:
     """The attempt's stored bundle, read back; an unusable bundle is a permanent error."""
     try:

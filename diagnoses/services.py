@@ -22,7 +22,7 @@ from django.utils import timezone
 from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import failure_report
 from diagnoses import bundles
-from diagnoses.connectors import backoff_seconds, scheduler_of
+from diagnoses.cluster_connectors import backoff_seconds, scheduler_of
 from diagnoses.gather import gather
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
 from engine import Analysis, to_json

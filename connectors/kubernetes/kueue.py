@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from connectors.base import ConnectorError, DiscoveredAttempt, record_time
 from connectors.kubernetes.api import KubernetesApi, NotFound
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
 from engine.bundle import rfc3339
 from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, SourceReport
 

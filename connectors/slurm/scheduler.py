@@ -29,7 +29,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from connectors.base import ConnectorError, DiscoveredAttempt, record_time
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
 from connectors.slurm.records import SACCT_FIELDS, SacctRecord, parse_sacct, parse_scontrol_job
 from engine.bundle import rfc3339
 from engine.context import Attempt, AttemptContext, LogStream, SourceReport

@@ -10,12 +10,23 @@ from datetime import UTC, datetime
 
 import pytest
 
-from connectors.base import KINDS, ConnectorError, DiscoveredAttempt, LogSource, MetricSource, Scheduler, build
-from connectors.files import FileLogSource
+from connectors.base import (
+    ALIASES,
+    KINDS,
+    ConnectorError,
+    DiscoveredAttempt,
+    LogSource,
+    MetricSource,
+    Scheduler,
+    build,
+    canonical_kind,
+    connector_class,
+)
 from connectors.folder import WatchedFolder, scan_folder
 from connectors.gather import gather
 from connectors.http_client import HttpClient
-from connectors.settings import SettingError, Settings
+from connectors.logfiles import LogFileSource
+from connectors.settings_reader import SettingError, Settings
 from connectors.tests.http_double import HttpDouble
 from engine.context import Attempt, AttemptContext, LogStream, SourceReport
 
@@ -40,8 +51,8 @@ ATTEMPT = Attempt(
 SETTINGS = {
     "slurm": {"cluster": "c"},
     "kueue": {"cluster": "c", "host": "http://127.0.0.1:1"},
-    "bundles": {"path": "/tmp"},
-    "files": {"paths": {"syslog": "/var/log/{node}/syslog"}},
+    "folder": {"path": "/tmp"},
+    "logfiles": {"paths": {"syslog": "/var/log/{node}/syslog"}},
     "loki": {"url": "http://127.0.0.1:1", "queries": {"syslog": '{host="$node"}'}},
     "prometheus": {"url": "http://127.0.0.1:1"},
 }
@@ -57,13 +68,19 @@ def test_every_registered_kind_builds_and_has_its_role(kind):
 
 def test_unknown_kinds_and_wrong_roles_are_permanent_errors():
     with pytest.raises(ConnectorError, match="unknown connector kind 'lsf'"):
-        build("lsf", "x", {})
+        build("lsf", "x", {}, role="scheduler")
     with pytest.raises(ConnectorError, match="cannot import"):
-        build("connectors.nothing.Here", "x", {})
+        build("connectors.nothing.Here", "x", {}, role="logs")
     with pytest.raises(ConnectorError, match="builtins.exec is not a class"):
-        build("builtins.exec", "print('never run')", {})
+        build("builtins.exec", "print('never run')", {}, role="logs")
     with pytest.raises(ConnectorError, match="is not a scheduler connector"):
-        build("files", "x", SETTINGS["files"], role="scheduler")
+        build("logfiles", "x", SETTINGS["logfiles"], role="scheduler")
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(ALIASES.items()))
+def test_the_old_names_of_kinds_build_the_same_connectors(old, new):
+    assert canonical_kind(old) == new
+    assert type(build(old, "x", SETTINGS[new], role=KINDS[new][0])) is connector_class(new)
 
 
 def test_a_discovered_attempt_round_trips_through_json():
@@ -254,7 +271,7 @@ def test_file_logs_per_node_and_central(tmp_path):
     (tmp_path / "node01").mkdir()
     (tmp_path / "node01" / "syslog").write_text("line\n")
     (tmp_path / "central.log").write_text("many hosts\n")
-    source = FileLogSource(
+    source = LogFileSource(
         "files",
         {
             "paths": {

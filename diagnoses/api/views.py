@@ -102,7 +102,9 @@ class ClusterViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.
         """Queue a poll of the cluster's scheduler now, whatever its schedule or backoff."""
         cluster = self.get_object()
         if not cluster.has_scheduler:
-            raise ValidationError({"connector": "the cluster has no scheduler to poll (its connector is localfiles)"})
+            raise ValidationError(
+                {"connector": f"the cluster has no scheduler to poll (its connector is {cluster.connector})"}
+            )
         services.cluster_poll_now(cluster=cluster)
         url = request.build_absolute_uri(reverse("api:cluster-detail", args=[cluster.pk]))
         return Response({"id": cluster.pk, "url": url}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})

@@ -20,7 +20,7 @@ def folder_cluster(folder: Path, *, name: str = "dgx-a", sources: list[dict] | N
     return services.cluster_configure(
         cluster=Cluster.objects.filter(name=name).first(),
         name=name,
-        connector="bundles",
+        connector="folder",
         scheduler_settings={"path": str(folder), "settle_seconds": 0},
         sources=sources or [],
         **values,

@@ -18,7 +18,7 @@ from triage.roles import ADMIN, TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db
 PROMETHEUS = {"role": "metrics", "name": "prom", "kind": "prometheus", "settings": {"url": "http://prom:9090"}}
-SYSLOG = {"role": "logs", "name": "syslog", "kind": "files", "settings": {"paths": {"syslog": "/srv/{node}/syslog"}}}
+SYSLOG = {"role": "logs", "name": "syslog", "kind": "logfiles", "settings": {"paths": {"syslog": "/srv/{node}/syslog"}}}
 
 
 def configure(**fields) -> Cluster:
@@ -41,7 +41,7 @@ def test_a_cluster_is_configured_with_its_scheduler_and_sources():
         True,
     )
     assert [(s.role, s.name, s.kind, s.position) for s in cluster.sources.order_by("position")] == [
-        ("logs", "syslog", "files", 0),
+        ("logs", "syslog", "logfiles", 0),
         ("metrics", "prom", "prometheus", 1),
     ]
 
@@ -60,10 +60,10 @@ def test_a_cluster_is_configured_with_its_scheduler_and_sources():
          "leave out the setting 'cluster': the scheduler gets the cluster's name"),
         ({"scheduler_settings": ["not", "an", "object"]}, "scheduler_settings",
          "dgx-a: settings must be a JSON object"),
-        ({"connector": "lsf"}, "connector", "'lsf' is not a scheduler connector here (choose slurm, kueue, bundles)"),
-        ({"connector": "files"}, "connector", "'files' is not a scheduler connector here"),
+        ({"connector": "lsf"}, "connector", "'lsf' is not a scheduler connector here (choose slurm, kueue, folder)"),
+        ({"connector": "logfiles"}, "connector", "'logfiles' is not a scheduler connector here"),
         ({"connector": "builtins.exec"}, "connector", "'builtins.exec' is not a scheduler connector here"),
-        ({"connector": "localfiles", "enabled": True}, "enabled", "discovery needs a scheduler"),
+        ({"connector": "uploads", "enabled": True}, "enabled", "discovery needs a scheduler"),
         ({"poll_interval": 5}, "poll_interval", "Ensure this value is greater than or equal to 10."),
         ({"sources": [{**PROMETHEUS, "settings": {"url": "prom:9090"}}]}, "sources.0.settings",
          "prom: setting 'url' must start with http:// or https://"),
@@ -110,20 +110,48 @@ def test_a_secret_named_by_an_unset_environment_variable_is_refused(monkeypatch)
 
 
 def test_a_cluster_without_a_scheduler_takes_no_settings_or_sources():
-    assert "scheduler_settings" in problems(connector="localfiles", enabled=False, scheduler_settings={"a": 1})
-    assert problems(connector="localfiles", enabled=False, sources=[SYSLOG])["sources.0.__all__"][0].startswith(
+    assert "scheduler_settings" in problems(connector="uploads", enabled=False, scheduler_settings={"a": 1})
+    assert problems(connector="uploads", enabled=False, sources=[SYSLOG])["sources.0.__all__"][0].startswith(
         "a cluster without a scheduler gathers nothing"
     )
+
+
+def test_the_old_names_of_connectors_are_accepted_and_stored_under_the_new_ones():
+    cluster = configure(
+        connector="bundles", scheduler_settings={"path": "/srv/drop"}, sources=[{**SYSLOG, "kind": "files"}]
+    )
+    assert (cluster.connector, cluster.sources.get().kind) == ("folder", "logfiles")
+
+    uploads = configure(name="lab", connector="localfiles", enabled=False)
+    assert (uploads.connector, uploads.has_scheduler) == ("uploads", False)
+
+
+def test_the_migration_renames_stored_connectors_and_back(migrator_of):
+    old = migrator_of(("diagnoses", "0004_page_indexes"))
+    cluster = old.Cluster.objects.create(name="lab", connector="localfiles")
+    folder = old.Cluster.objects.create(name="drop", connector="bundles", scheduler_settings={"path": "/srv/drop"})
+    old.Source.objects.create(cluster_id=folder.pk, role="logs", name="syslog", kind="files", settings={})
+
+    new = migrator_of(("diagnoses", "0005_connector_names"))
+    assert dict(new.Cluster.objects.values_list("name", "connector")) == {"lab": "uploads", "drop": "folder"}
+    assert list(new.Source.objects.values_list("kind", flat=True)) == ["logfiles"]
+
+    back = migrator_of(("diagnoses", "0004_page_indexes"))
+    assert back.Cluster.objects.get(pk=cluster.pk).connector == "localfiles"
+    assert list(back.Source.objects.values_list("kind", flat=True)) == ["files"]
 
 
 def test_dotted_paths_are_allowed_only_when_the_deployment_lists_them(settings):
     assert "connector" in problems(connector="connectors.slurm.scheduler.SlurmScheduler")
 
-    settings.FAULTLINE_CONNECTOR_PATHS = ["connectors.slurm.scheduler.SlurmScheduler", "connectors.files.FileLogSource"]
+    settings.FAULTLINE_CONNECTOR_PATHS = [
+        "connectors.slurm.scheduler.SlurmScheduler",
+        "connectors.logfiles.LogFileSource",
+    ]
 
     assert configure(connector="connectors.slurm.scheduler.SlurmScheduler").pk
-    assert problems(name="x", connector="connectors.files.FileLogSource")["connector"] == [
-        "'connectors.files.FileLogSource' is not a scheduler connector (it lacks discover, attempt_context)"
+    assert problems(name="x", connector="connectors.logfiles.LogFileSource")["connector"] == [
+        "'connectors.logfiles.LogFileSource' is not a scheduler connector (it lacks discover, attempt_context)"
     ]
 
 
@@ -146,7 +174,7 @@ def test_changing_the_configuration_keeps_discovery_state_and_source_health_unle
     assert (cluster.cursor, cluster.failures, cluster.next_poll) == ("2026-11-02T10:00:00Z", 0, None)
     assert list(cluster.sources.values_list("name", "failures", "retry_after")) == [("prom", 0, None)]
 
-    services.cluster_configure(cluster=cluster, connector="bundles", scheduler_settings={"path": "/srv/drop"})
+    services.cluster_configure(cluster=cluster, connector="folder", scheduler_settings={"path": "/srv/drop"})
     cluster.refresh_from_db()
     assert cluster.cursor == ""  # another scheduler's cursor means nothing to this one
 
@@ -166,7 +194,7 @@ def test_admins_configure_clusters_through_the_api_and_everyone_signed_in_reads_
     assert {k: document[k] for k in body} == body
     assert document["status"]["state"] == "new"
     assert document["status"]["sources"][0] == {
-        "name": "syslog", "role": "logs", "kind": "files", "state": "unused", "failures": 0, "last_error": "",
+        "name": "syslog", "role": "logs", "kind": "logfiles", "state": "unused", "failures": 0, "last_error": "",
         "last_failure": None, "last_ok": None, "retry_after": None,
     }  # fmt: skip
     read = client_for(VIEWER).get(f"/api/v1/clusters/{document['id']}").json()
@@ -189,7 +217,7 @@ def test_admins_configure_clusters_through_the_api_and_everyone_signed_in_reads_
          "sources.0.settings.password", "prom: setting 'password' must not hold a secret: name an environment "
          "variable (password_env) or a file (password_file) that holds it"),
         ({"connector": "os.system"}, "connector", "'os.system' is not a scheduler connector here"),
-        ({"connector": "localfiles", "sources": [SYSLOG]}, "sources.0",
+        ({"connector": "uploads", "sources": [SYSLOG]}, "sources.0",
          "a cluster without a scheduler gathers nothing"),
     ],
 )  # fmt: skip
@@ -263,7 +291,8 @@ def test_the_admin_saves_the_configuration_only(admin_client):
         poll_interval="600",
         **{"sources-TOTAL_FORMS": "1", "sources-INITIAL_FORMS": "1", "sources-0-id": str(source.pk),
            "sources-0-cluster": str(cluster.pk), "sources-0-role": "logs", "sources-0-name": "syslog",
-           "sources-0-kind": "files", "sources-0-settings": json.dumps(SYSLOG["settings"]), "sources-0-position": "0"},
+           "sources-0-kind": "logfiles", "sources-0-settings": json.dumps(SYSLOG["settings"]),
+           "sources-0-position": "0"},
     )  # fmt: skip
 
     response = admin_client.post(f"/admin/diagnoses/cluster/{cluster.pk}/change/", form)
@@ -282,7 +311,7 @@ def test_the_cluster_command_adds_a_cluster_and_names_what_is_wrong(capsys):
     with pytest.raises(CommandError, match="settings must be a JSON object"):
         call_command("cluster", "add", "dgx-a", "slurm", "[]")
 
-    call_command(
+    call_command(  # "files" is the old name of "logfiles"
         "cluster", "add", "dgx-a", "slurm", '{"command_prefix": ["ssh", "dgx-login"]}', "--interval", "120",
         "--logs", "syslog", "files", json.dumps(SYSLOG["settings"]),
         "--metrics", "prom", "prometheus", json.dumps(PROMETHEUS["settings"]),
@@ -292,12 +321,12 @@ def test_the_cluster_command_adds_a_cluster_and_names_what_is_wrong(capsys):
     cluster = Cluster.objects.get()
     assert (cluster.poll_interval, cluster.scheduler_settings) == (120, {"command_prefix": ["ssh", "dgx-login"]})
     assert list(cluster.sources.values_list("role", "name", "kind")) == [
-        ("logs", "syslog", "files"),
+        ("logs", "syslog", "logfiles"),
         ("metrics", "prom", "prometheus"),
     ]
     call_command("cluster", "list")
     assert capsys.readouterr().out.splitlines() == [
         "dgx-a\tslurm\tnew\tlast success never\tfound 0\tqueued 0\tfailed 0",
-        "  logs syslog (files): unused",
+        "  logs syslog (logfiles): unused",
         "  metrics prom (prometheus): unused",
     ]

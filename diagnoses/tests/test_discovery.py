@@ -213,7 +213,7 @@ def test_the_clusters_page_needs_a_login(client):
 
 
 def test_the_clusters_page_shows_discovery_and_source_health(drop, polled, signed_in):
-    cluster = folder_cluster(drop, sources=[{"role": "logs", "name": "syslog", "kind": "files",
+    cluster = folder_cluster(drop, sources=[{"role": "logs", "name": "syslog", "kind": "logfiles",
                                              "settings": {"paths": {"syslog": "/nowhere/{node}"}}}])  # fmt: skip
     write_bundle(drop)
     polled(cluster)
@@ -231,7 +231,7 @@ def test_the_clusters_page_shows_discovery_and_source_health(drop, polled, signe
     assert "1 failed poll in a row" in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt; sacct failed" in page
     assert "<script>alert(1)" not in page
-    assert "syslog</strong> <code>files</code>" in page
+    assert "syslog</strong> <code>logfiles</code>" in page
 
 
 def test_htmx_refreshes_the_table_alone(drop, signed_in):

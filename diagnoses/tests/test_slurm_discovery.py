@@ -61,7 +61,7 @@ def test_real_slurm_jobs_are_discovered_gathered_diagnosed_and_stored_once(
         enabled=True,
         gather_delay=0,
         sources=[
-            {"role": "logs", "name": "syslog", "kind": "files",
+            {"role": "logs", "name": "syslog", "kind": "logfiles",
              "settings": {"paths": {"syslog": f"{slurm_jobs['out']}/syslog/{{node}}.log"}}},
             {"role": "metrics", "name": "prometheus", "kind": "prometheus", "settings": {"url": prometheus_url}},
         ],

@@ -36,7 +36,9 @@ class Command(BaseCommand):
         commands = parser.add_subparsers(dest="command", required=True)
         add = commands.add_parser("add", help="add a cluster with its scheduler and sources (discovery on)")
         add.add_argument("name")
-        add.add_argument("scheduler", help="slurm, kueue, bundles (a watched folder) or an allowed dotted path")
+        add.add_argument(
+            "scheduler", help="slurm, kueue, folder (a watched folder of bundles) or an allowed dotted path"
+        )
         add.add_argument("scheduler_settings", nargs="?", default="{}", type=json_object, metavar="SETTINGS",
                          help="the scheduler's settings (a JSON object)")  # fmt: skip
         for role in Source.Role.values:
@@ -98,7 +100,7 @@ class Command(BaseCommand):
         if cluster is None:
             raise CommandError(f"no cluster {name!r}")
         if not cluster.has_scheduler:
-            raise CommandError(f"cluster {name!r} has no scheduler to poll (its connector is localfiles)")
+            raise CommandError(f"cluster {name!r} has no scheduler to poll (its connector is {cluster.connector})")
         new = services.cluster_poll(cluster_id=cluster.pk)
         cluster.refresh_from_db()
         if new is None and cluster.polling_since is not None:

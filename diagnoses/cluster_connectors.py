@@ -1,18 +1,27 @@
 """A cluster's connectors, built from its configuration (``Cluster``, ``Source``), and the checks that
 refuse a configuration they could not be built from.
 
-A check builds the connector with its own settings reader (``connectors.settings``), so a bad setting
-is refused when it is saved, with the setting named, exactly as it would fail at the next poll. The
-scheduler receives the cluster's name as its ``cluster`` setting. A kind is one of
-``connectors.base.KINDS`` or a dotted path listed in ``FAULTLINE_CONNECTOR_PATHS``: configuration
-never imports code that the deployment did not allow.
+A check builds the connector with its own settings reader (``connectors.settings_reader``), so a bad
+setting is refused when it is saved, with the setting named, exactly as it would fail at the next poll.
+The scheduler receives the cluster's name as its ``cluster`` setting. A kind is one of
+``connectors.base.KINDS`` (or an old name of one, ``ALIASES``) or a dotted path listed in
+``FAULTLINE_CONNECTOR_PATHS``: configuration never imports code that the deployment did not allow. A
+cluster whose connector is ``uploads`` has no scheduler: its attempts arrive as uploaded bundles.
 """
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from connectors.base import KINDS, ROLES, ConnectorError, connector_class
-from connectors.settings import SettingError
+from connectors.base import KINDS, ConnectorError, UnusableKind, build, canonical_kind
+from connectors.settings_reader import SettingError
+
+UPLOADS = "uploads"  # no scheduler: the cluster's attempts arrive as uploaded bundles
+OLD_NAMES = {"localfiles": UPLOADS}  # what ``uploads`` was called before
+
+
+def connector_name(kind: str) -> str:
+    """The name a cluster's connector or a source's kind is stored under (an old name becomes the new one)."""
+    return OLD_NAMES.get(kind) or canonical_kind(kind)
 
 
 def backoff_seconds(failures: int, base: float) -> float:
@@ -43,31 +52,17 @@ def _scheduler_settings(cluster):
     return {**cluster.scheduler_settings, "cluster": cluster.name}
 
 
-class UnusableKind(ConnectorError):
-    """The kind is not allowed, cannot be imported, or is not a connector of the role it is given."""
-
-    def __init__(self, message: str):
-        super().__init__(message, permanent=True)
-
-
 def _build(kind: str, role: str, name: str, values):
-    if kind not in allowed_kinds(role):
+    if canonical_kind(kind) not in allowed_kinds(role):
         raise UnusableKind(f"{kind!r} is not a {role} connector here (choose {', '.join(allowed_kinds(role))})")
-    try:
-        cls = connector_class(kind)
-    except ConnectorError as exc:
-        raise UnusableKind(str(exc)) from None
-    methods = [name for name, value in vars(ROLES[role]).items() if callable(value) and not name.startswith("_")]
-    if not all(callable(getattr(cls, method, None)) for method in methods):
-        raise UnusableKind(f"{kind!r} is not a {role} connector (it lacks {', '.join(methods)})")
-    return cls(name, values)
+    return build(kind, name, values, role=role)
 
 
 def check_cluster(cluster) -> None:
     """Raise ``ValidationError`` naming the field (and the setting) when the scheduler cannot be built."""
     if not cluster.has_scheduler:
         if cluster.scheduler_settings:
-            raise ValidationError({"scheduler_settings": "a cluster without a scheduler (localfiles) has no settings"})
+            raise ValidationError({"scheduler_settings": f"a cluster without a scheduler ({UPLOADS}) has no settings"})
         if cluster.enabled:
             raise ValidationError({"enabled": "discovery needs a scheduler: choose the cluster's connector"})
         return
@@ -86,9 +81,9 @@ def check_source(source) -> None:
     _check(lambda: source_of(source), kind_field="kind", settings_field="settings")
 
 
-def _check(build, *, kind_field: str, settings_field: str) -> None:
+def _check(build_connector, *, kind_field: str, settings_field: str) -> None:
     try:
-        build()
+        build_connector()
     except UnusableKind as exc:
         raise ValidationError({kind_field: str(exc)}) from None
     except SettingError as exc:

@@ -1,4 +1,5 @@
-"""Node logs read from files on a path template (a shared filesystem or a central syslog host).
+"""Node logs read from log files on a path template (a shared filesystem or a central syslog host): the
+``logfiles`` kind.
 
 Settings: ``paths`` maps a stream name to a path template. ``{node}`` in a template is replaced by
 each node's name (one stream per node, e.g. ``/srv/logs/{node}/syslog``); a template without it is one
@@ -12,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
 from engine.context import LogStream, SourceReport, stream_kind
 
 
-class FileLogSource:
+class LogFileSource:
     def __init__(self, name: str, settings: Mapping):
         self.name = name
         reader = Settings(name, settings)
