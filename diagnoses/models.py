@@ -21,7 +21,7 @@ class Cluster(models.Model):
     """A cluster: its scheduler connector and settings, how often discovery polls it, and the state of
     that discovery. Its log and metric sources are ``Source`` rows.
 
-    The state fields are written by the poller only (``diagnoses/discovery.py``); a configuration save
+    The state fields are written by the poller only (``diagnoses/services/discovery.py``); a configuration save
     writes ``CONFIGURATION`` only, so it never overwrites a poll that ends meanwhile.
     """
 

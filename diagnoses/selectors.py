@@ -1,5 +1,5 @@
-"""Reads: the querysets the API and pages list, the pages' summaries, and the bundle lines around a
-piece of evidence."""
+"""Reads: the querysets the API and pages list, the pages' summaries, and an attempt's stored bundle (its
+context, the lines around a piece of evidence). Nothing here gathers or writes."""
 
 from datetime import datetime
 from itertools import islice
@@ -7,9 +7,11 @@ from itertools import islice
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.functions import TruncDate
 
-from diagnoses import bundles, paging
+from diagnoses import bundle_store, paging
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
 from diagnoses.timeline import Event
+from engine.bundle import load_bundle
+from engine.context import AttemptContext
 
 EXCERPT_LINE_CAP = 2000  # characters shown of one line
 TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
@@ -129,6 +131,18 @@ def attempt_find(key: str) -> Attempt | None:
     return Attempt.objects.filter(cluster__name=cluster, job__job_id=job_id, number=int(number or 0)).first()
 
 
+class NotGathered(Exception):
+    """The attempt was found by polling and its bundle is not written yet (its analysis gathers it)."""
+
+
+def attempt_context(attempt: Attempt) -> AttemptContext:
+    """The attempt's stored bundle, read: what its analysis, a backtest or a trial run the engine on. It is
+    never gathered here: raises ``NotGathered`` (found by polling, not gathered yet) or ``BundleError``."""
+    if attempt.discovery is not None and attempt.gathered is None:
+        raise NotGathered(f"{attempt} is not gathered yet: its analysis gathers it from the cluster's sources")
+    return load_bundle(bundle_store.path_of(attempt.bundle))
+
+
 def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict]:
     """The lines ``context`` before and after ``ref`` (``logs/node02/syslog.log:4182``) in the attempt's bundle.
 
@@ -138,7 +152,7 @@ def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict
     if not number.isdigit() or not path:
         return []
     line = int(number)
-    bundle = bundles.path_of(attempt.bundle).resolve()
+    bundle = bundle_store.path_of(attempt.bundle).resolve()
     file = (bundle / path).resolve()
     if not file.is_relative_to(bundle) or not file.is_file():
         return []

@@ -21,10 +21,11 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import push_url
 
-from diagnoses import bundles, charts, paging, selectors, services, timeline
+from diagnoses import bundle_store, charts, paging, selectors, timeline
 from diagnoses.filters import AttemptFilter
 from diagnoses.forms import ReviewForm
 from diagnoses.models import Attempt, Cluster, Diagnosis
+from diagnoses.services import reviews
 from engine.taxonomy import DOMAINS
 
 REVIEW_PERMISSION = "diagnoses.add_review"
@@ -182,7 +183,7 @@ def attempt_review(request, pk: int):
         raise Http404("this attempt has no diagnosis to review yet")
     form = ReviewForm(request.POST, nodes=selectors.attempt_node_names(attempt))
     if form.is_valid():
-        services.review_create(diagnosis=attempt.current_diagnosis, reviewer=request.user, **form.cleaned_data)
+        reviews.review_create(diagnosis=attempt.current_diagnosis, reviewer=request.user, **form.cleaned_data)
         if not request.htmx:
             messages.success(request, "Review recorded.")
             return redirect(reverse("diagnoses:attempt-detail", args=[pk]) + "#reviews")
@@ -207,7 +208,7 @@ def attempt_bundle(request, pk: int):
     """The attempt's bundle as a ``.tar.gz``, streamed."""
     attempt = _attempt_or_404(pk)
     name = f"{attempt.cluster.name}-{attempt.job.job_id}-{attempt.number}"
-    response = StreamingHttpResponse(bundles.archive_stream(attempt.bundle, name), content_type="application/gzip")
+    response = StreamingHttpResponse(bundle_store.archive_stream(attempt.bundle, name), content_type="application/gzip")
     response["Content-Disposition"] = f'attachment; filename="{name}.tar.gz"'
     return response
 

@@ -20,8 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from diagnoses.filters import AttemptFilter
-from diagnoses.gather import gather
 from diagnoses.models import Attempt, Review
+from diagnoses.selectors import attempt_context
 from rules import agreement
 from rules.cases import CaseRejected, expected_from_review
 from rules.models import BatchRun, RuleSetRevision
@@ -127,7 +127,7 @@ class _Backtest:
             return ""
         label = f"{attempt.cluster.name}/{attempt.job.job_id}#{attempt.number}"
         try:
-            after = self.engine.diagnose(gather(attempt))
+            after = self.engine.diagnose(attempt_context(attempt))
         except Exception as exc:  # one attempt's trouble is reported with it; the run goes on
             self.errors.append({"attempt": attempt.pk, "label": label, "error": f"{type(exc).__name__}: {exc}"})
             return ""
@@ -177,7 +177,7 @@ class _Reanalysis:
         self.failed: list[dict] = []
 
     def step(self, attempt_id: int) -> str:
-        from diagnoses.services import attempt_analyse  # diagnoses' services import this app's services
+        from diagnoses.services.analysis import attempt_analyse  # diagnoses' services import this app's services
 
         active = RuleSetRevision.objects.filter(ruleset_id=self.run.revision.ruleset_id, active=True).first()
         if active is None or active.pk != self.run.revision_id:

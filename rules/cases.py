@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from diagnoses import bundles
+from diagnoses import bundle_store
 from diagnoses.models import Attempt, Review
 from engine import Engine
 from engine.bundle import load_bundle
@@ -66,11 +66,11 @@ def case_promote(*, attempt: Attempt, user=None, name: str = "") -> RegressionCa
     name = name.strip() or f"{attempt.cluster.name}/{attempt.job.job_id}#{attempt.number}"
     if RegressionCase.objects.filter(name=name).exists():
         raise CaseRejected(f"a regression case named {name!r} already exists")
-    location = f"{CASES_DIR}/{bundles.new_location()}"
-    staging = bundles.stage()
+    location = f"{CASES_DIR}/{bundle_store.new_location()}"
+    staging = bundle_store.stage()
     try:
-        bundles.copy_tree(bundles.path_of(attempt.bundle), staging / "bundle")
-        bundles.place(staging / "bundle", location)
+        bundle_store.copy_tree(bundle_store.path_of(attempt.bundle), staging / "bundle")
+        bundle_store.place(staging / "bundle", location)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -87,7 +87,7 @@ def case_promote(*, attempt: Attempt, user=None, name: str = "") -> RegressionCa
                 created_by=user,
             )
     except BaseException:
-        bundles.remove(location)
+        bundle_store.remove(location)
         raise
 
 
@@ -118,7 +118,7 @@ def check(name: str, bundle: Path, expected: dict, engine: Engine) -> CaseResult
 def cases_run(*, engine: Engine, cases=None) -> list[CaseResult]:
     """Every stored regression case (or ``cases``) checked against ``engine``, by name."""
     cases = RegressionCase.objects.all() if cases is None else cases
-    return [check(case.name, bundles.path_of(case.bundle), case.expected, engine) for case in cases]
+    return [check(case.name, bundle_store.path_of(case.bundle), case.expected, engine) for case in cases]
 
 
 def directory_cases_run(*, engine: Engine, root: Path) -> list[CaseResult]:

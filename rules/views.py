@@ -18,7 +18,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from diagnoses import selectors as diagnoses_selectors
-from diagnoses.gather import gather
 from diagnoses.models import Attempt, Diagnosis, Review
 from engine import RuleSetError, parse_ruleset
 from engine.context import stream_kind
@@ -198,7 +197,7 @@ def revision_try(request, name: str, number: int):
         attempt = get_object_or_404(diagnoses_selectors.attempt_list(), pk=int(attempt_id))
         stored = attempt.current_diagnosis.document if attempt.current_diagnosis else None
         try:
-            draft = selectors.revision_engine(revision).diagnose(gather(attempt))
+            draft = selectors.revision_engine(revision).diagnose(diagnoses_selectors.attempt_context(attempt))
         except Exception as exc:  # the page says why the attempt could not be diagnosed
             context.update(attempt=attempt, failure=f"{type(exc).__name__}: {exc}")
         else:

@@ -3,7 +3,7 @@
 from django.conf import settings
 from rest_framework.exceptions import APIException, ErrorDetail, ValidationError
 
-from diagnoses.bundles import BundleRejected, BundleTooLarge, LimitedReader
+from diagnoses.bundle_store import BundleRejected, BundleTooLarge, LimitedReader
 
 GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream")
 

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from diagnoses import bundles, selectors, services
+from diagnoses import bundle_store, selectors
 from diagnoses.api.serializers import (
     AttemptAcceptedSerializer,
     AttemptSerializer,
@@ -40,6 +40,7 @@ from diagnoses.filters import (
     NodeEventFilter,
     ReviewFilter,
 )
+from diagnoses.services import attempts, clusters, discovery, reviews
 from engine import to_json
 from engine.bundle import BundleError, load_bundle
 from rules.selectors import engine_current
@@ -91,7 +92,7 @@ class ClusterViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.
         fields = dict(serializer.validated_data)
         sources = fields.pop("sources", None)
         try:
-            cluster = services.cluster_configure(cluster=cluster, sources=sources, **fields)
+            cluster = clusters.cluster_configure(cluster=cluster, sources=sources, **fields)
         except DjangoValidationError as exc:
             raise configuration_error(exc) from None
         serializer.instance = selectors.cluster_status_list().get(pk=cluster.pk)
@@ -105,7 +106,7 @@ class ClusterViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.
             raise ValidationError(
                 {"connector": f"the cluster has no scheduler to poll (its connector is {cluster.connector})"}
             )
-        services.cluster_poll_now(cluster=cluster)
+        discovery.cluster_poll_now(cluster=cluster)
         url = request.build_absolute_uri(reverse("api:cluster-detail", args=[cluster.pk]))
         return Response({"id": cluster.pk, "url": url}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
@@ -145,10 +146,10 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
     def create(self, request):
         """Store an attempt from its bundle (.tar.gz) and queue its analysis."""
         try:
-            attempt = services.attempt_ingest_archive(stream=bundle_stream(request))
-        except bundles.BundleRejected as exc:
+            attempt = attempts.attempt_ingest_archive(stream=bundle_stream(request))
+        except bundle_store.BundleRejected as exc:
             raise rejected(exc) from None
-        except services.DuplicateAttempt as exc:
+        except attempts.DuplicateAttempt as exc:
             raise Conflict(str(exc)) from None
         return accepted(attempt, request)
 
@@ -157,7 +158,7 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
     def reanalyse(self, request, pk=None):
         """Queue the attempt's analysis again with the active rule set."""
         attempt = self.get_object()
-        services.attempt_reanalyse(attempt=attempt)
+        attempts.attempt_reanalyse(attempt=attempt)
         return accepted(attempt, request)
 
 
@@ -204,7 +205,7 @@ class ReviewViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return [IsAuthenticated()]
 
     def perform_create(self, serializer):
-        serializer.instance = services.review_create(reviewer=self.request.user, **serializer.validated_data)
+        serializer.instance = reviews.review_create(reviewer=self.request.user, **serializer.validated_data)
 
 
 class AnalyzeView(APIView):
@@ -215,16 +216,16 @@ class AnalyzeView(APIView):
 
     @extend_schema(request=BUNDLE_BODY, responses={200: OpenApiTypes.OBJECT})
     def post(self, request):
-        staging = bundles.stage()
+        staging = bundle_store.stage()
         try:
             try:
-                bundles.extract_archive(bundle_stream(request), staging)
-                bundle = bundles.locate(staging)
-                bundles.read_attempt(bundle)
+                bundle_store.extract_archive(bundle_stream(request), staging)
+                bundle = bundle_store.locate(staging)
+                bundle_store.read_attempt(bundle)
                 context = load_bundle(bundle)
             except BundleError as exc:
-                raise rejected(bundles.BundleRejected(str(exc))) from None
-            except bundles.BundleRejected as exc:
+                raise rejected(bundle_store.BundleRejected(str(exc))) from None
+            except bundle_store.BundleRejected as exc:
                 raise rejected(exc) from None
             diagnosis = engine_current().diagnose(context)
         finally:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-from diagnoses import services
 from diagnoses.models import Attempt, Cluster
+from diagnoses.services import clusters
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -17,7 +17,7 @@ def folder_cluster(folder: Path, *, name: str = "dgx-a", sources: list[dict] | N
     """A cluster whose scheduler is the watched folder ``folder`` (bundles count as soon as they exist)."""
     folder.mkdir(parents=True, exist_ok=True)
     values = {"poll_interval": 60, "gather_delay": 0, "enabled": True, **fields}
-    return services.cluster_configure(
+    return clusters.cluster_configure(
         cluster=Cluster.objects.filter(name=name).first(),
         name=name,
         connector="folder",

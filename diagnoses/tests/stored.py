@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.contrib.auth.models import Group, Permission, User
 
-from diagnoses import services
 from diagnoses.models import Attempt
+from diagnoses.services import analysis, attempts
 from triage.roles import assign_role_permissions
 
 PASSWORD = "a long password for tests"
@@ -13,8 +13,8 @@ PASSWORD = "a long password for tests"
 
 def store(bundle: Path) -> Attempt:
     """Ingest the bundle and analyse it here and now (no task queue)."""
-    attempt = services.attempt_ingest_directory(path=bundle, analyse=False)
-    services.attempt_analyse(attempt_id=attempt.pk)
+    attempt = attempts.attempt_ingest_directory(path=bundle, analyse=False)
+    analysis.attempt_analyse(attempt_id=attempt.pk)
     return Attempt.objects.select_related("cluster", "job", "current_diagnosis").get(pk=attempt.pk)
 
 

@@ -7,8 +7,8 @@ from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from diagnoses import services
 from diagnoses.models import Attempt, Diagnosis, Review
+from diagnoses.services import attempts
 from diagnoses.tests.bundles import START, tar_gz
 from diagnoses.tests.conftest import staging_left, stored_bundles
 from engine.tests.bundles import diagnose_command
@@ -40,9 +40,9 @@ def triager():
 def stored(make_bundle, django_capture_on_commit_callbacks):
     """Three analysed attempts: two failed on dgx-a (one unattributed), one NODE_FAIL on dgx-b a day later."""
     with django_capture_on_commit_callbacks(execute=True):
-        services.attempt_ingest_directory(path=make_bundle(job_id="1", user="alice"))
-        services.attempt_ingest_directory(path=make_bundle(job_id="2", user="bob", faulty=None))
-        services.attempt_ingest_directory(
+        attempts.attempt_ingest_directory(path=make_bundle(job_id="1", user="alice"))
+        attempts.attempt_ingest_directory(path=make_bundle(job_id="2", user="bob", faulty=None))
+        attempts.attempt_ingest_directory(
             path=make_bundle(
                 cluster="dgx-b",
                 job_id="3",

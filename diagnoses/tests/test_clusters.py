@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
-from diagnoses import services
 from diagnoses.models import Cluster, Source
+from diagnoses.services import clusters
 from diagnoses.tests.test_api import client_for, error
 from triage.roles import ADMIN, TRIAGER, VIEWER
 
@@ -23,7 +23,7 @@ SYSLOG = {"role": "logs", "name": "syslog", "kind": "logfiles", "settings": {"pa
 
 def configure(**fields) -> Cluster:
     values = {"name": "dgx-a", "connector": "slurm", "scheduler_settings": {}, "enabled": True, **fields}
-    return services.cluster_configure(**values)
+    return clusters.cluster_configure(**values)
 
 
 def problems(**fields) -> dict[str, list[str]]:
@@ -162,19 +162,19 @@ def test_changing_the_configuration_keeps_discovery_state_and_source_health_unle
     Source.objects.filter(cluster=cluster).update(failures=3, retry_after=later)
     cluster.refresh_from_db()
 
-    services.cluster_configure(cluster=cluster, poll_interval=60, sources=[PROMETHEUS, SYSLOG])
+    clusters.cluster_configure(cluster=cluster, poll_interval=60, sources=[PROMETHEUS, SYSLOG])
     cluster.refresh_from_db()
     assert (cluster.poll_interval, cluster.cursor, cluster.failures, cluster.next_poll) == (
         60, "2026-11-02T10:00:00Z", 2, later)  # fmt: skip
     assert list(cluster.sources.values_list("name", "position", "failures")) == [("syslog", 1, 3), ("prom", 0, 3)]
 
     fixed = {**PROMETHEUS, "settings": {"url": "http://prom2:9090"}}
-    services.cluster_configure(cluster=cluster, scheduler_settings={"command_timeout": 30}, sources=[fixed])
+    clusters.cluster_configure(cluster=cluster, scheduler_settings={"command_timeout": 30}, sources=[fixed])
     cluster.refresh_from_db()
     assert (cluster.cursor, cluster.failures, cluster.next_poll) == ("2026-11-02T10:00:00Z", 0, None)
     assert list(cluster.sources.values_list("name", "failures", "retry_after")) == [("prom", 0, None)]
 
-    services.cluster_configure(cluster=cluster, connector="folder", scheduler_settings={"path": "/srv/drop"})
+    clusters.cluster_configure(cluster=cluster, connector="folder", scheduler_settings={"path": "/srv/drop"})
     cluster.refresh_from_db()
     assert cluster.cursor == ""  # another scheduler's cursor means nothing to this one
 

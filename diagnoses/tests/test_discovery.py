@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from connectors.tests.test_prometheus_server import END as PROMETHEUS_END
 from connectors.tests.test_prometheus_server import START as PROMETHEUS_START
-from diagnoses import services
 from diagnoses.models import Attempt, Cluster, Diagnosis
+from diagnoses.services import attempts, discovery
 from diagnoses.tasks import analyse_attempt, poll_cluster, poll_clusters
 from diagnoses.tests.bundles import write_bundle
 from diagnoses.tests.discovery import exported_diagnosis, folder_cluster
@@ -88,7 +88,7 @@ def test_the_stored_bundle_is_the_source_of_truth(drop, polled, tmp_path):
     for file in sorted(original.rglob("*"), reverse=True):  # the folder is emptied: nothing is read from it again
         file.unlink() if file.is_file() else file.rmdir()
 
-    services.attempt_reanalyse(attempt=attempt)
+    attempts.attempt_reanalyse(attempt=attempt)
     analyse_attempt.apply(args=[attempt.pk])
     attempt.refresh_from_db()
 
@@ -100,7 +100,7 @@ def test_the_stored_bundle_is_the_source_of_truth(drop, polled, tmp_path):
 
 
 def test_an_attempt_uploaded_first_is_not_stored_again(drop, polled, make_bundle):
-    uploaded = services.attempt_ingest_directory(path=make_bundle(), analyse=False)
+    uploaded = attempts.attempt_ingest_directory(path=make_bundle(), analyse=False)
     cluster = folder_cluster(drop)
     write_bundle(drop)
 
@@ -189,7 +189,7 @@ def test_gathering_waits_the_clusters_gather_delay_after_the_attempt_ended(
     write_bundle(drop, job_id="old")
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.cluster_poll(cluster_id=cluster.pk)
+        discovery.cluster_poll(cluster_id=cluster.pk)
 
     countdowns = {Attempt.objects.get(pk=args[0]).job.job_id: countdown for args, countdown in queued}
     assert countdowns["old"] is None

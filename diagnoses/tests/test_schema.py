@@ -11,7 +11,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from diagnoses import services
+from diagnoses.services import attempts
 from triage.roles import ADMIN
 from triage.wsgi import application
 
@@ -19,7 +19,7 @@ from triage.wsgi import application
 @pytest.fixture
 def token(db, make_bundle, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        services.attempt_ingest_directory(path=make_bundle())
+        attempts.attempt_ingest_directory(path=make_bundle())
     user = User.objects.create_user("schemathesis")
     user.groups.add(Group.objects.get(name=ADMIN))
     return Token.objects.create(user=user).key

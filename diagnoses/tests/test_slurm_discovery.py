@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from connectors.tests.test_slurm_cluster import FAIL_JOB, SLEEP_JOB, run, wait_for
-from diagnoses import services
 from diagnoses.models import Attempt, Diagnosis
+from diagnoses.services import clusters
 from diagnoses.tasks import poll_cluster
 from diagnoses.tests.discovery import exported_diagnosis
 from diagnoses.tests.test_api import client_for
@@ -54,7 +54,7 @@ def test_real_slurm_jobs_are_discovered_gathered_diagnosed_and_stored_once(
     tmp_path,
     bundle_root,
 ):
-    cluster = services.cluster_configure(
+    cluster = clusters.cluster_configure(
         name="slurm-lab",
         connector="slurm",
         scheduler_settings={"lookback_seconds": 900},

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from connectors.tests.loki_double import LokiDouble
 from connectors.tests.test_kueue import kubernetes_api
-from diagnoses import services
 from diagnoses.models import Attempt, Cluster, Source
+from diagnoses.services import attempts, clusters, discovery
 from diagnoses.tests.bundles import START, write_bundle
 from diagnoses.tests.discovery import exported_diagnosis, folder_cluster
 
@@ -48,7 +48,7 @@ def watched(tmp_path, loki, django_capture_on_commit_callbacks):
     def discover(job_id: str) -> Attempt:
         write_bundle(drop, job_id=job_id)
         with django_capture_on_commit_callbacks(execute=True):
-            assert services.cluster_poll(cluster_id=configured.pk) == 1
+            assert discovery.cluster_poll(cluster_id=configured.pk) == 1
         return Attempt.objects.select_related("current_diagnosis").get(job__job_id=job_id)
 
     return discover
@@ -150,13 +150,13 @@ def test_a_scheduler_that_cannot_give_the_attempt_is_a_gap_and_the_record_is_sti
     drop = tmp_path / "drop"
     configured = folder_cluster(drop, gather_delay=3600)
     bundle = write_bundle(drop, state="NODE_FAIL")
-    services.cluster_poll(cluster_id=configured.pk)  # queued, not gathered yet
+    discovery.cluster_poll(cluster_id=configured.pk)  # queued, not gathered yet
     for file in sorted(bundle.rglob("*"), reverse=True):
         file.unlink() if file.is_file() else file.rmdir()
     bundle.rmdir()
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.attempt_reanalyse(attempt=Attempt.objects.get())
+        attempts.attempt_reanalyse(attempt=Attempt.objects.get())
 
     attempt = Attempt.objects.get()
     assert attempt.analysis_state == "analysed"
@@ -179,7 +179,7 @@ def api():
 def kueue(api, django_capture_on_commit_callbacks):
     """A cluster whose scheduler is Kueue behind the Kubernetes API double; ``poll()`` polls it once."""
     lookback = max(86400.0, (datetime.now(UTC) - datetime(2026, 11, 2, tzinfo=UTC)).total_seconds())
-    configured = services.cluster_configure(
+    configured = clusters.cluster_configure(
         name="k8s-a",
         connector="kueue",
         scheduler_settings={"host": api.url, "backoff": 0, "retries": 1, "lookback_seconds": lookback},
@@ -189,7 +189,7 @@ def kueue(api, django_capture_on_commit_callbacks):
 
     def poll():
         with django_capture_on_commit_callbacks(execute=True):
-            found = services.cluster_poll(cluster_id=configured.pk)
+            found = discovery.cluster_poll(cluster_id=configured.pk)
         configured.refresh_from_db()
         return found
 

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from diagnoses import bundles
+from diagnoses import bundle_store
 from diagnoses.models import Attempt
 from diagnoses.tests.stored import roles_ensure
 from rules.models import Activation, RuleSetRevision
@@ -35,7 +35,7 @@ def demo():
         for attempt in Attempt.objects.filter(current_diagnosis__outcome="unattributed")
         if any(
             "thermal violation" in path.read_text()
-            for path in bundles.path_of(attempt.bundle).glob("logs/*/syslog.log")
+            for path in bundle_store.path_of(attempt.bundle).glob("logs/*/syslog.log")
         )
     )
     return {
@@ -56,7 +56,7 @@ def sign_in(page, base: str, username: str):
 
 def thermal_line(attempt: Attempt) -> tuple[str, int]:
     """The first DCGM thermal warning of the attempt's bundle: (its ref, its line number)."""
-    for path in sorted(bundles.path_of(attempt.bundle).glob("logs/*/syslog.log")):
+    for path in sorted(bundle_store.path_of(attempt.bundle).glob("logs/*/syslog.log")):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if "thermal violation" in line:
                 return f"logs/{path.parent.name}/syslog.log:{number}", number

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from diagnoses import services as diagnoses_services
 from diagnoses.models import Attempt, Diagnosis
+from diagnoses.services import reviews
 from engine import RuleSetError
 from rules import batches, selectors, services
 from rules.cases import CaseRejected, case_promote, cases_run
@@ -127,9 +127,7 @@ def test_the_diff_shows_the_added_rule_escaped():
 
 def review(attempt, user, verdict="confirmed", **correction):
     attempt.refresh_from_db()
-    return diagnoses_services.review_create(
-        diagnosis=attempt.current_diagnosis, reviewer=user, verdict=verdict, **correction
-    )
+    return reviews.review_create(diagnosis=attempt.current_diagnosis, reviewer=user, verdict=verdict, **correction)
 
 
 def test_only_a_reviewed_attempt_becomes_a_case(stored):

@@ -13,8 +13,8 @@ from django.contrib.auth.models import Group, User
 
 from demo.bundles import KINDS
 from demo.sites import DGX_B200
-from diagnoses import services as diagnoses_services
 from diagnoses.models import Attempt
+from diagnoses.services import attempts
 from diagnoses.tests.bundles import START, write_bundle
 
 THERMAL_RULE = r"""
@@ -74,5 +74,5 @@ def store_attempts(root: Path) -> dict[str, Attempt]:
     thermal = thermal_bundle(root / "thermal")
     stored = {}
     for label, path in (("bus", bus), ("quiet", quiet), ("thermal", thermal)):
-        stored[label] = diagnoses_services.attempt_ingest_directory(path=path)
+        stored[label] = attempts.attempt_ingest_directory(path=path)
     return stored

@@ -15,8 +15,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from diagnoses import selectors, services
+from diagnoses import selectors
 from diagnoses.models import Cluster, Source
+from diagnoses.services import clusters, discovery
 
 
 def json_object(text: str) -> dict:
@@ -67,7 +68,7 @@ class Command(BaseCommand):
             for source, kind, values in options[role]
         ]
         try:
-            cluster = services.cluster_configure(
+            cluster = clusters.cluster_configure(
                 name=name,
                 connector=scheduler,
                 scheduler_settings=scheduler_settings,
@@ -101,7 +102,7 @@ class Command(BaseCommand):
             raise CommandError(f"no cluster {name!r}")
         if not cluster.has_scheduler:
             raise CommandError(f"cluster {name!r} has no scheduler to poll (its connector is {cluster.connector})")
-        new = services.cluster_poll(cluster_id=cluster.pk)
+        new = discovery.cluster_poll(cluster_id=cluster.pk)
         cluster.refresh_from_db()
         if new is None and cluster.polling_since is not None:
             raise CommandError(f"cluster {name!r} is being polled already (since {cluster.polling_since:%H:%M:%S}Z)")

@@ -1,17 +1,17 @@
-"""Gather: the attempt's context from its cluster's connector, whatever kind of connector that is.
+"""Gathering: the one place where an attempt's context is asked of its cluster's connectors.
 
-A small registry maps ``Cluster.connector`` to a function returning the engine's ``AttemptContext``.
-``uploads`` (no scheduler) reads the attempt's stored bundle. A cluster with a scheduler
-(``slurm``, ``kueue``, ``bundles``, an allowed dotted path) gathers each attempt its discovery found
-once, through ``connectors.gather``: the scheduler's record and output plus every log and metric
-source, with what each could not gather reported. That is written into the bundle store as the
-attempt's bundle, the one source of truth from then on (analysis, evidence lines, re-analysis,
-``export-bundle``). The gather step records each source's health: a source that failed is backed off
-and the attempts gathered meanwhile report it as a gap. Gatherers raise ``ConnectorError``
-(``permanent`` says whether a retry can help).
+An attempt found by polling (``Attempt.discovery`` set) is gathered once, by its analysis
+(``attempt_gather``): the scheduler's record and output and every log and metric source of its cluster,
+through ``connectors.gather``, with what each could not gather reported. That is written into the bundle
+store as the attempt's bundle, the one source of truth from then on (analysis, evidence lines,
+re-analysis, backtests, ``export-bundle``); nothing else reads a connector for an attempt. Gathering
+records each source's health: a source that failed is backed off and the attempts gathered meanwhile
+report it as a gap. An attempt that came as a bundle has nothing to gather.
+
+``attempt_gather_again`` is the explicit request (a POST) to gather a discovered attempt anew when its
+gathering or analysis failed.
 """
 
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -22,41 +22,25 @@ from django.utils import timezone
 from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import failure_report
 from connectors.gather import gather as gather_sources
-from diagnoses import bundles
-from diagnoses.cluster_connectors import allowed_kinds, backoff_seconds, scheduler_of, source_of
-from diagnoses.models import Attempt, Cluster, Source
-from engine.bundle import BundleError, load_bundle
-from engine.context import AttemptContext, SourceReport
+from diagnoses import bundle_store
+from diagnoses.cluster_connectors import backoff_seconds, scheduler_of, source_of
+from diagnoses.models import Attempt, Source
+from diagnoses.services.attempts import attempt_enqueue
+from engine.context import SourceReport
 
-Gatherer = Callable[[Attempt], AttemptContext]
-GATHERERS: dict[str, Gatherer] = {}
 REPORT_KIND = {Source.Role.LOGS: "system", Source.Role.METRICS: "metrics"}  # as connectors.gather reports them
 
 
-def gatherer(kind: str) -> Callable[[Gatherer], Gatherer]:
-    """Register ``function`` as the gatherer of clusters whose connector is ``kind``."""
-
-    def register(function: Gatherer) -> Gatherer:
-        GATHERERS[kind] = function
-        return function
-
-    return register
+class GatherRefused(Exception):
+    """The attempt cannot be gathered again; the message says why."""
 
 
-@gatherer(Cluster.NO_SCHEDULER)
-def gather_stored_bundle(attempt: Attempt) -> AttemptContext:
-    """The attempt's stored bundle, read back; an unusable bundle is a permanent error."""
-    try:
-        return load_bundle(bundles.path_of(attempt.bundle))
-    except BundleError as exc:
-        raise ConnectorError(str(exc), permanent=True) from None
-
-
-def gather_discovered(attempt: Attempt) -> AttemptContext:
-    """A discovered attempt gathered through the cluster's connectors into its bundle (once), then read
-    from there; an attempt that came as a bundle, or was gathered before, is read from its bundle."""
+def attempt_gather(*, attempt: Attempt) -> None:
+    """Gather a discovered attempt through its cluster's connectors into its bundle, once. Raises
+    ``ConnectorError`` when the cluster's scheduler cannot be built (``permanent`` says whether a retry
+    can help); a scheduler or source that fails while gathering is a gap in the bundle, not an error."""
     if attempt.discovery is None or attempt.gathered is not None:
-        return gather_stored_bundle(attempt)
+        return
     cluster = attempt.cluster
     scheduler = scheduler_of(cluster)
     discovered = DiscoveredAttempt.from_dict({**attempt.record, "extra": attempt.discovery})
@@ -75,9 +59,33 @@ def gather_discovered(attempt: Attempt) -> AttemptContext:
     context = gather_sources(discovered, scheduler, watched[Source.Role.LOGS], watched[Source.Role.METRICS])
     for one in [*watched[Source.Role.LOGS], *watched[Source.Role.METRICS]]:
         source_record_health(source=one.source, problem=one.problem)
-    bundles.store_context(attempt.bundle, replace(context, reports=(*context.reports, *gaps)))
-    Attempt.objects.filter(pk=attempt.pk, gathered=None).update(gathered=timezone.now())
-    return gather_stored_bundle(attempt)
+    bundle_store.store_context(attempt.bundle, replace(context, reports=(*context.reports, *gaps)))
+    gathered = timezone.now()
+    Attempt.objects.filter(pk=attempt.pk, gathered=None).update(gathered=gathered)
+    attempt.gathered = gathered
+
+
+def attempt_gather_again(*, attempt: Attempt) -> None:
+    """Gather a discovered attempt anew and queue its analysis: its bundle, if one was written, is replaced.
+
+    Only for an attempt without a diagnosis: a diagnosis, and the reviews of it, point into the lines of
+    the bundle it was made from, which gathering again would change. Raises ``GatherRefused``."""
+    if attempt.discovery is None:
+        raise GatherRefused(f"{attempt} came as a bundle: there is nothing to gather it from")
+    if attempt.diagnoses.exists():
+        raise GatherRefused(f"{attempt} has a diagnosis: its evidence points into the bundle gathered before")
+    old = attempt.bundle
+    with transaction.atomic():
+        Attempt.objects.filter(pk=attempt.pk).update(
+            bundle=bundle_store.new_location(),
+            gathered=None,
+            analysis_state=Attempt.Analysis.QUEUED,
+            analysis_error="",
+            state_changed=timezone.now(),
+        )
+        transaction.on_commit(lambda: bundle_store.remove(old))
+        attempt_enqueue(attempt_id=attempt.pk)
+    attempt.refresh_from_db()
 
 
 class Watched:
@@ -130,11 +138,3 @@ def source_record_health(*, source: Source, problem: str | None) -> None:
             last_failure=now,
             retry_after=now + timedelta(seconds=delay),
         )
-
-
-def gather(attempt: Attempt) -> AttemptContext:
-    kind = attempt.cluster.connector
-    function = GATHERERS.get(kind) or (gather_discovered if kind in allowed_kinds("scheduler") else None)
-    if function is None:
-        raise ConnectorError(f"cluster {attempt.cluster.name}: unknown connector kind {kind!r}", permanent=True)
-    return function(attempt)
