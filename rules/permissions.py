@@ -1,5 +1,5 @@
 """The permissions behind the rule workbench's writes (granted to the rule editor and admin roles,
-``triage/roles.py``); viewers and triagers only read. Pages and the API check the same names."""
+``access/roles.py``); viewers and triagers only read. Pages and the API check the same names."""
 
 EDIT_RULES = "rules.add_rulesetrevision"  # create rule sets and revisions (drafts)
 ACTIVATE = "rules.add_activation"  # activate a revision (or roll back to an older one)

@@ -4,9 +4,9 @@ from pathlib import Path
 
 from django.contrib.auth.models import Group, Permission, User
 
+from access.roles import assign_role_permissions
 from diagnoses.models import Attempt
 from diagnoses.services import analysis, attempts
-from triage.roles import assign_role_permissions
 
 PASSWORD = "a long password for tests"
 

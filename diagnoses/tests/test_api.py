@@ -7,12 +7,12 @@ from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from access.roles import TRIAGER, VIEWER
 from diagnoses.models import Attempt, Diagnosis, Review
 from diagnoses.services import attempts
 from diagnoses.tests.bundles import START, tar_gz
 from diagnoses.tests.conftest import staging_left, stored_bundles
 from engine.tests.bundles import diagnose_command
-from triage.roles import TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db
 

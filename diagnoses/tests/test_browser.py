@@ -13,9 +13,9 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
+from access.roles import TRIAGER, VIEWER
 from diagnoses.models import Attempt, Review
 from diagnoses.tests.stored import PASSWORD, person, replace_in, roles_ensure, store
-from triage.roles import TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the live server's thread sees committed rows only
 SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))

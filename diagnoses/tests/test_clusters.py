@@ -11,10 +11,10 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
+from access.roles import ADMIN, TRIAGER, VIEWER
 from diagnoses.models import Cluster, Source
 from diagnoses.services import clusters
 from diagnoses.tests.test_api import client_for, error
-from triage.roles import ADMIN, TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db
 PROMETHEUS = {"role": "metrics", "name": "prom", "kind": "prometheus", "settings": {"url": "http://prom:9090"}}

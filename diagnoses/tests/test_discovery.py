@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from access.roles import ADMIN, VIEWER
 from connectors.tests.test_prometheus_server import END as PROMETHEUS_END
 from connectors.tests.test_prometheus_server import START as PROMETHEUS_START
 from diagnoses.models import Attempt, Cluster, Diagnosis
@@ -19,7 +20,6 @@ from diagnoses.tasks import analyse_attempt, poll_cluster, poll_clusters
 from diagnoses.tests.bundles import write_bundle
 from diagnoses.tests.discovery import exported_diagnosis, folder_cluster
 from diagnoses.tests.test_api import client_for
-from triage.roles import ADMIN, VIEWER
 
 pytestmark = pytest.mark.django_db
 

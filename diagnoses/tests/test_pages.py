@@ -13,11 +13,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from access.roles import ADMIN, TRIAGER, VIEWER
 from diagnoses import views
 from diagnoses.models import Attempt, Review
 from diagnoses.tests.bundles import START
 from diagnoses.tests.stored import person, replace_in, store
-from triage.roles import ADMIN, TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db
 SCRIPT = "<script>alert('log')</script>"

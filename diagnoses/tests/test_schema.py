@@ -11,8 +11,8 @@ from rest_framework.authtoken.models import Token
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from access.roles import ADMIN
 from diagnoses.services import attempts
-from triage.roles import ADMIN
 from triage.wsgi import application
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from access.roles import VIEWER
 from connectors.tests.test_slurm_cluster import FAIL_JOB, SLEEP_JOB, run, wait_for
 from diagnoses.models import Attempt, Diagnosis
 from diagnoses.services import clusters
 from diagnoses.tasks import poll_cluster
 from diagnoses.tests.discovery import exported_diagnosis
 from diagnoses.tests.test_api import client_for
-from triage.roles import VIEWER
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [

@@ -13,13 +13,13 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
+from access.roles import RULE_EDITOR, TRIAGER, VIEWER
 from diagnoses import bundle_store
 from diagnoses.models import Attempt
 from diagnoses.tests.stored import roles_ensure
 from rules.models import Activation, RuleSetRevision
 from rules.services import active_revision
 from rules.tests.workbench import THERMAL_RULE, person
-from triage.roles import RULE_EDITOR, TRIAGER, VIEWER
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 PASSWORD = "a-long-password-1"

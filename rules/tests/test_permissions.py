@@ -5,10 +5,10 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from access.roles import RULE_EDITOR, TRIAGER, VIEWER
 from rules import services
 from rules.models import Activation, BatchRun, RegressionCase, RuleSetRevision
 from rules.tests.workbench import THERMAL_RULE, person
-from triage.roles import RULE_EDITOR, TRIAGER, VIEWER
 
 pytestmark = pytest.mark.django_db
 
