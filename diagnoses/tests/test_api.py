@@ -3,37 +3,24 @@
 import io
 
 import pytest
-from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from access.roles import TRIAGER, VIEWER
-from diagnoses.models import Attempt, Diagnosis, Review
-from diagnoses.services import attempts
-from diagnoses.tests.bundles import START, tar_gz
-from diagnoses.tests.conftest import staging_left, stored_bundles
-from engine.tests.bundles import diagnose_command
+from access.roles import ADMIN, TRIAGER, VIEWER
+from diagnoses.models import Attempt, Cluster, Diagnosis, Review
+from diagnoses.services import attempts, clusters
 
 pytestmark = pytest.mark.django_db
 
 
-def client_for(role: str | None, name: str = "") -> APIClient:
-    user = User.objects.create_user(name or f"user-{role}", password="x")
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    return client
+@pytest.fixture
+def viewer(api_client_for):
+    return api_client_for(VIEWER)
 
 
 @pytest.fixture
-def viewer():
-    return client_for(VIEWER)
-
-
-@pytest.fixture
-def triager():
-    return client_for(TRIAGER)
+def triager(api_client_for):
+    return api_client_for(TRIAGER)
 
 
 @pytest.fixture
@@ -48,7 +35,7 @@ def stored(make_bundle, django_capture_on_commit_callbacks):
                 job_id="3",
                 nodes=("b01", "b02"),
                 faulty="b01",
-                start=START.replace(day=3),
+                start=make_bundle.start.replace(day=3),
                 state="NODE_FAIL",
             )
         )
@@ -204,7 +191,7 @@ def test_an_unknown_object_is_a_404_in_the_error_format(viewer):
     assert error(response)["code"] == "not_found"
 
 
-def test_posting_a_bundle_as_the_body_returns_202_and_the_attempt_url(triager, make_bundle, bundle_root):
+def test_posting_a_bundle_as_the_body_returns_202_and_the_attempt_url(triager, make_bundle, bundle_root, tar_gz):
     response = triager.post("/api/v1/attempts", data=tar_gz(make_bundle(job_id="77")), content_type="application/gzip")
 
     assert response.status_code == 202
@@ -215,7 +202,7 @@ def test_posting_a_bundle_as_the_body_returns_202_and_the_attempt_url(triager, m
     assert triager.get(url).json()["job_id"] == "77"
 
 
-def test_posting_a_bundle_as_a_multipart_field(triager, make_bundle):
+def test_posting_a_bundle_as_a_multipart_field(triager, make_bundle, tar_gz):
     upload = io.BytesIO(tar_gz(make_bundle(job_id="78")))
     upload.name = "bundle.tar.gz"
 
@@ -225,7 +212,7 @@ def test_posting_a_bundle_as_a_multipart_field(triager, make_bundle):
     assert Attempt.objects.get().job.job_id == "78"
 
 
-def test_a_duplicate_upload_is_a_409(triager, make_bundle):
+def test_a_duplicate_upload_is_a_409(triager, make_bundle, tar_gz):
     body = tar_gz(make_bundle(job_id="79"))
     triager.post("/api/v1/attempts", data=body, content_type="application/gzip")
 
@@ -248,7 +235,9 @@ def test_a_duplicate_upload_is_a_409(triager, make_bundle):
         (b"{}", "application/json", "invalid_bundle", "unsupported content type 'application/json'"),
     ],
 )
-def test_a_bad_upload_is_a_400_naming_the_problem(triager, bundle_root, body, content_type, code, message):
+def test_a_bad_upload_is_a_400_naming_the_problem(
+    triager, bundle_root, body, content_type, code, message, stored_bundles, staging_left
+):
     response = triager.post("/api/v1/attempts", data=body, content_type=content_type)
 
     assert response.status_code == 400
@@ -256,11 +245,11 @@ def test_a_bad_upload_is_a_400_naming_the_problem(triager, bundle_root, body, co
     assert (problem["code"], problem["field"]) == (code, "bundle")
     assert message in problem["message"]
     assert not Attempt.objects.exists()
-    assert stored_bundles(bundle_root) == []
-    assert staging_left(bundle_root) == []
+    assert stored_bundles() == []
+    assert staging_left() == []
 
 
-def test_an_oversize_upload_is_refused_before_it_is_read(triager, make_bundle, settings, bundle_root):
+def test_an_oversize_upload_is_refused_before_it_is_read(triager, make_bundle, settings, bundle_root, tar_gz):
     settings.FAULTLINE_UPLOAD_MAX_BYTES = 100
 
     response = triager.post("/api/v1/attempts", data=tar_gz(make_bundle()), content_type="application/gzip")
@@ -271,7 +260,7 @@ def test_an_oversize_upload_is_refused_before_it_is_read(triager, make_bundle, s
     assert not Attempt.objects.exists()
 
 
-def test_a_viewer_may_not_upload_reanalyse_or_review(viewer, stored, make_bundle):
+def test_a_viewer_may_not_upload_reanalyse_or_review(viewer, stored, make_bundle, tar_gz):
     attempt = stored["1"]
     responses = [
         viewer.post("/api/v1/attempts", data=tar_gz(make_bundle(job_id="9")), content_type="application/gzip"),
@@ -315,8 +304,8 @@ def test_a_triager_reviews_a_diagnosis(triager, stored):
 
     assert response.status_code == 201
     review = Review.objects.get()
-    assert (review.reviewer.username, review.corrected_nodes) == ("user-triager", ["node01", "node03"])
-    assert response.json()["reviewer"] == "user-triager"
+    assert (review.reviewer.username, review.corrected_nodes) == ("person-triager", ["node01", "node03"])
+    assert response.json()["reviewer"] == "person-triager"
     listed = triager.get("/api/v1/reviews", {"diagnosis": diagnosis.pk}).json()["results"]
     assert [r["verdict"] for r in listed] == ["corrected"]
 
@@ -341,7 +330,9 @@ def test_an_inconsistent_review_is_a_400_naming_the_field(triager, stored, body,
     assert not Review.objects.exists()
 
 
-def test_analyze_returns_what_the_diagnose_command_prints_and_stores_nothing(viewer, make_bundle, bundle_root):
+def test_analyze_returns_what_the_diagnose_command_prints_and_stores_nothing(
+    viewer, make_bundle, bundle_root, diagnose_command, tar_gz, stored_bundles, staging_left
+):
     bundle = make_bundle()
     printed = diagnose_command(str(bundle))
 
@@ -351,16 +342,16 @@ def test_analyze_returns_what_the_diagnose_command_prints_and_stores_nothing(vie
     assert response["Content-Type"] == "application/json"
     assert response.content.decode() == printed.stdout
     assert not Attempt.objects.exists()
-    assert stored_bundles(bundle_root) == []
-    assert staging_left(bundle_root) == []
+    assert stored_bundles() == []
+    assert staging_left() == []
 
 
-def test_analyze_refuses_a_bad_bundle(viewer, bundle_root):
+def test_analyze_refuses_a_bad_bundle(viewer, bundle_root, staging_left):
     response = viewer.post("/api/v1/analyze", data=b"\x1f\x8bnot really", content_type="application/gzip")
 
     assert response.status_code == 400
     assert error(response)["field"] == "bundle"
-    assert staging_left(bundle_root) == []
+    assert staging_left() == []
 
 
 def test_the_schema_and_docs_are_served_to_signed_in_users(viewer):
@@ -373,3 +364,72 @@ def test_the_schema_and_docs_are_served_to_signed_in_users(viewer):
     docs = viewer.get("/api/docs/")
     assert docs.status_code == 200
     assert b"/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs.content  # served locally, no CDN
+
+
+# -- clusters --
+
+PROMETHEUS = {"role": "metrics", "name": "prom", "kind": "prometheus", "settings": {"url": "http://prom:9090"}}
+SYSLOG = {"role": "logs", "name": "syslog", "kind": "logfiles", "settings": {"paths": {"syslog": "/srv/{node}/syslog"}}}
+
+
+def test_admins_configure_clusters_through_the_api_and_everyone_signed_in_reads_them(api_client_for):
+    admin = api_client_for(ADMIN)
+    body = {"name": "dgx-a", "connector": "slurm", "scheduler_settings": {"command_prefix": ["ssh", "dgx-login"]},
+            "enabled": True, "poll_interval": 120, "sources": [SYSLOG, PROMETHEUS]}  # fmt: skip
+
+    created = admin.post("/api/v1/clusters", body, format="json")
+
+    assert created.status_code == 201, created.content
+    document = created.json()
+    assert {k: document[k] for k in body} == body
+    assert document["status"]["state"] == "new"
+    assert document["status"]["sources"][0] == {
+        "name": "syslog", "role": "logs", "kind": "logfiles", "state": "unused", "failures": 0, "last_error": "",
+        "last_failure": None, "last_ok": None, "retry_after": None,
+    }  # fmt: skip
+    read = api_client_for(VIEWER).get(f"/api/v1/clusters/{document['id']}").json()
+    assert read["sources"] == body["sources"]
+
+    changed = admin.patch(f"/api/v1/clusters/{document['id']}", {"enabled": False}, format="json")
+    assert changed.status_code == 200
+    assert changed.json()["status"]["state"] == "disabled"
+    assert changed.json()["sources"] == body["sources"]  # left out of a PATCH: kept
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"scheduler_settings": {"path_map": ["/home"]}}, "scheduler_settings.path_map",
+         "dgx-a: setting 'path_map' must be an object mapping names to strings"),
+        ({"sources": [PROMETHEUS, {**SYSLOG, "settings": {"paths": {"syslog": 7}}}]}, "sources.1.settings.paths",
+         "syslog: setting 'paths' must be an object mapping names to strings"),
+        ({"sources": [{**PROMETHEUS, "settings": {"url": "http://p", "password": "pw"}}]},
+         "sources.0.settings.password", "prom: setting 'password' must not hold a secret: name an environment "
+         "variable (password_env) or a file (password_file) that holds it"),
+        ({"connector": "os.system"}, "connector", "'os.system' is not a scheduler connector here"),
+        ({"connector": "uploads", "sources": [SYSLOG]}, "sources.0",
+         "a cluster without a scheduler gathers nothing"),
+    ],
+)  # fmt: skip
+def test_a_bad_configuration_is_an_api_error_naming_the_field_and_setting(body, field, message, api_client_for):
+    response = api_client_for(ADMIN).post(
+        "/api/v1/clusters", {"name": "dgx-a", "connector": "slurm", **body}, format="json"
+    )
+
+    assert response.status_code == 400
+    problem = error(response)
+    assert (problem["code"] in ("invalid", "invalid_setting"), problem["field"]) == (True, field)
+    assert problem["message"].startswith(message)
+    assert not Cluster.objects.exists()
+
+
+@pytest.mark.parametrize("role", [VIEWER, TRIAGER])
+def test_only_admins_change_clusters(role, api_client_for):
+    cluster = clusters.cluster_configure(name="dgx-a", connector="slurm", enabled=True)
+    client = api_client_for(role)
+
+    assert client.post("/api/v1/clusters", {"name": "x", "connector": "slurm"}, format="json").status_code == 403
+    assert client.patch(f"/api/v1/clusters/{cluster.pk}", {"enabled": False}, format="json").status_code == 403
+    assert client.post(f"/api/v1/clusters/{cluster.pk}/poll").status_code == 403
+    assert client.delete(f"/api/v1/clusters/{cluster.pk}").status_code in (403, 405)
+    assert Cluster.objects.get().enabled

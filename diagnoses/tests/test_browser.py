@@ -15,30 +15,16 @@ from playwright.sync_api import Page, expect
 
 from access.roles import TRIAGER, VIEWER
 from diagnoses.models import Attempt, Review
-from diagnoses.tests.stored import PASSWORD, person, replace_in, roles_ensure, store
 
-pytestmark = pytest.mark.django_db(transaction=True)  # the live server's thread sees committed rows only
+pytestmark = pytest.mark.usefixtures("browser_roles")  # transactional: the live server sees committed rows only
 SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))
 
 
-@pytest.fixture(autouse=True)
-def roles(transactional_db):
-    roles_ensure()  # an earlier transactional test's flush removed the groups
-
-
-@pytest.fixture(scope="module", autouse=True)
-def roles_after(django_db_blocker):
-    """Leave the groups for the tests after these (each test ends with a flush)."""
-    yield
-    with django_db_blocker.unblock():
-        roles_ensure()
-
-
-def sign_in(page: Page, live_server, username: str) -> None:
+def sign_in(page: Page, live_server, username: str, password: str) -> None:
     page.goto(f"{live_server.url}/")
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
     page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
 
@@ -48,10 +34,10 @@ def shoot(page: Page, name: str) -> None:
     page.screenshot(path=SCREENSHOTS / f"{name}.png")
 
 
-def test_a_triager_works_through_the_demo_data(page: Page, live_server):
+def test_a_triager_works_through_the_demo_data(page: Page, live_server, person):
     call_command("load_demo", verbosity=0)
     person(TRIAGER, "tess")
-    sign_in(page, live_server, "tess")
+    sign_in(page, live_server, "tess", person.password)
     expect(page.locator("#outcome-chart-title")).to_contain_text("attempts in 30 days")
     shoot(page, "overview")
 
@@ -125,14 +111,16 @@ def test_a_triager_works_through_the_demo_data(page: Page, live_server):
     assert Review.objects.get().note == "needs the switch logs"
 
 
-def test_a_viewer_reads_but_cannot_review_and_log_text_stays_text(page: Page, live_server, make_bundle):
+def test_a_viewer_reads_but_cannot_review_and_log_text_stays_text(
+    page: Page, live_server, make_bundle, store, person, replace_in
+):
     bundle = make_bundle(job_id="1")
     replace_in(bundle, "logs/node02/syslog.log", "name=<unknown>", "name=<script>alert('log')</script>")
     attempt = store(bundle)
     person(VIEWER, "vic")
     dialogs = []
     page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
-    sign_in(page, live_server, "vic")
+    sign_in(page, live_server, "vic", person.password)
 
     page.goto(f"{live_server.url}/attempts/{attempt.pk}/")
     expect(page.locator("#reviews")).to_contain_text("Not reviewed yet.")

@@ -11,10 +11,9 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
-from access.roles import ADMIN, TRIAGER, VIEWER
+from access.roles import ADMIN
 from diagnoses.models import Cluster, Source
 from diagnoses.services import clusters
-from diagnoses.tests.test_api import client_for, error
 
 pytestmark = pytest.mark.django_db
 PROMETHEUS = {"role": "metrics", "name": "prom", "kind": "prometheus", "settings": {"url": "http://prom:9090"}}
@@ -177,72 +176,6 @@ def test_changing_the_configuration_keeps_discovery_state_and_source_health_unle
     clusters.cluster_configure(cluster=cluster, connector="folder", scheduler_settings={"path": "/srv/drop"})
     cluster.refresh_from_db()
     assert cluster.cursor == ""  # another scheduler's cursor means nothing to this one
-
-
-# -- API --
-
-
-def test_admins_configure_clusters_through_the_api_and_everyone_signed_in_reads_them():
-    admin = client_for(ADMIN)
-    body = {"name": "dgx-a", "connector": "slurm", "scheduler_settings": {"command_prefix": ["ssh", "dgx-login"]},
-            "enabled": True, "poll_interval": 120, "sources": [SYSLOG, PROMETHEUS]}  # fmt: skip
-
-    created = admin.post("/api/v1/clusters", body, format="json")
-
-    assert created.status_code == 201, created.content
-    document = created.json()
-    assert {k: document[k] for k in body} == body
-    assert document["status"]["state"] == "new"
-    assert document["status"]["sources"][0] == {
-        "name": "syslog", "role": "logs", "kind": "logfiles", "state": "unused", "failures": 0, "last_error": "",
-        "last_failure": None, "last_ok": None, "retry_after": None,
-    }  # fmt: skip
-    read = client_for(VIEWER).get(f"/api/v1/clusters/{document['id']}").json()
-    assert read["sources"] == body["sources"]
-
-    changed = admin.patch(f"/api/v1/clusters/{document['id']}", {"enabled": False}, format="json")
-    assert changed.status_code == 200
-    assert changed.json()["status"]["state"] == "disabled"
-    assert changed.json()["sources"] == body["sources"]  # left out of a PATCH: kept
-
-
-@pytest.mark.parametrize(
-    ("body", "field", "message"),
-    [
-        ({"scheduler_settings": {"path_map": ["/home"]}}, "scheduler_settings.path_map",
-         "dgx-a: setting 'path_map' must be an object mapping names to strings"),
-        ({"sources": [PROMETHEUS, {**SYSLOG, "settings": {"paths": {"syslog": 7}}}]}, "sources.1.settings.paths",
-         "syslog: setting 'paths' must be an object mapping names to strings"),
-        ({"sources": [{**PROMETHEUS, "settings": {"url": "http://p", "password": "pw"}}]},
-         "sources.0.settings.password", "prom: setting 'password' must not hold a secret: name an environment "
-         "variable (password_env) or a file (password_file) that holds it"),
-        ({"connector": "os.system"}, "connector", "'os.system' is not a scheduler connector here"),
-        ({"connector": "uploads", "sources": [SYSLOG]}, "sources.0",
-         "a cluster without a scheduler gathers nothing"),
-    ],
-)  # fmt: skip
-def test_a_bad_configuration_is_an_api_error_naming_the_field_and_setting(body, field, message):
-    response = client_for(ADMIN).post(
-        "/api/v1/clusters", {"name": "dgx-a", "connector": "slurm", **body}, format="json"
-    )
-
-    assert response.status_code == 400
-    problem = error(response)
-    assert (problem["code"] in ("invalid", "invalid_setting"), problem["field"]) == (True, field)
-    assert problem["message"].startswith(message)
-    assert not Cluster.objects.exists()
-
-
-@pytest.mark.parametrize("role", [VIEWER, TRIAGER])
-def test_only_admins_change_clusters(role):
-    cluster = configure()
-    client = client_for(role)
-
-    assert client.post("/api/v1/clusters", {"name": "x", "connector": "slurm"}, format="json").status_code == 403
-    assert client.patch(f"/api/v1/clusters/{cluster.pk}", {"enabled": False}, format="json").status_code == 403
-    assert client.post(f"/api/v1/clusters/{cluster.pk}/poll").status_code == 403
-    assert client.delete(f"/api/v1/clusters/{cluster.pk}").status_code in (403, 405)
-    assert Cluster.objects.get().enabled
 
 
 # -- admin --

@@ -16,31 +16,23 @@ from django.utils import timezone
 from access.roles import ADMIN, TRIAGER, VIEWER
 from diagnoses import views
 from diagnoses.models import Attempt, Review
-from diagnoses.tests.bundles import START
-from diagnoses.tests.stored import person, replace_in, store
 
 pytestmark = pytest.mark.django_db
 SCRIPT = "<script>alert('log')</script>"
 
 
-def signed_in(role: str | None, name: str = "") -> Client:
-    client = Client()
-    client.force_login(person(role, name))
-    return client
+@pytest.fixture
+def viewer(client_for):
+    return client_for(VIEWER)
 
 
 @pytest.fixture
-def viewer():
-    return signed_in(VIEWER)
+def triager(client_for):
+    return client_for(TRIAGER)
 
 
 @pytest.fixture
-def triager():
-    return signed_in(TRIAGER)
-
-
-@pytest.fixture
-def attempts(make_bundle):
+def attempts(make_bundle, store, replace_in):
     """Job 1: Xid 79 on node02 (its log line holds a script tag); job 2: unattributed (no fault);
     job 3: on dgx-b, a day later, Xid 79 on b01."""
     first = make_bundle(job_id="1", user="alice")
@@ -49,7 +41,9 @@ def attempts(make_bundle):
         "1": store(first),
         "2": store(make_bundle(job_id="2", user="bob", faulty=None)),
         "3": store(
-            make_bundle(cluster="dgx-b", job_id="3", nodes=("b01", "b02"), faulty="b01", start=START.replace(day=3))
+            make_bundle(
+                cluster="dgx-b", job_id="3", nodes=("b01", "b02"), faulty="b01", start=make_bundle.start.replace(day=3)
+            )
         ),
     }
 
@@ -93,7 +87,7 @@ def test_the_navigation_links_the_pages_and_marks_the_current_one(viewer):
     assert '<a href="/triage/" aria-current="page">Triage queue</a>' in nav
 
 
-def test_the_overview_counts_failures_causes_nodes_backlog_and_reviews(viewer, attempts):
+def test_the_overview_counts_failures_causes_nodes_backlog_and_reviews(viewer, attempts, person):
     now = timezone.now()
     Attempt.objects.filter(pk=attempts["1"].pk).update(end=now - timedelta(days=2))
     Attempt.objects.filter(pk=attempts["2"].pk).update(end=now - timedelta(days=20))
@@ -196,7 +190,7 @@ def test_the_job_list_pages_by_position(viewer, attempts, monkeypatch):
 @pytest.mark.parametrize(
     "url", [reverse("diagnoses:job-list"), reverse("diagnoses:triage-queue"), "/nodes/dgx-a/node01/"]
 )
-def test_list_queries_do_not_grow_with_the_rows(viewer, make_bundle, url, django_assert_num_queries):
+def test_list_queries_do_not_grow_with_the_rows(viewer, make_bundle, url, django_assert_num_queries, store):
     store(make_bundle(job_id="10", faulty=None))
     with CaptureQueriesContext(connection) as one_row:
         assert len(jobs_in(viewer.get(url).content.decode())) == 1
@@ -243,7 +237,7 @@ def test_log_text_is_escaped_everywhere(viewer, attempts):
         assert "&lt;script&gt;alert(&#x27;log&#x27;)&lt;/script&gt;" in html
 
 
-def test_the_context_of_a_line_is_twenty_lines_either_side(viewer, make_bundle):
+def test_the_context_of_a_line_is_twenty_lines_either_side(viewer, make_bundle, store):
     bundle = make_bundle(job_id="7")
     log = bundle / "logs" / "node02" / "syslog.log"
     lines = log.read_text().splitlines()
@@ -268,7 +262,7 @@ def test_evidence_of_another_attempt_is_not_shown(viewer, attempts):
     assert response.status_code == 404
 
 
-def test_missing_sources_are_called_out(viewer, make_bundle):
+def test_missing_sources_are_called_out(viewer, make_bundle, store):
     bundle = make_bundle(job_id="8")
     (bundle / "metrics").mkdir()
     (bundle / "metrics" / "dcgm.json").write_text("{not json")
@@ -315,8 +309,8 @@ def test_a_viewer_sees_no_review_form_and_may_not_post_one(viewer, attempts):
 
 
 @pytest.mark.parametrize("role", [TRIAGER, ADMIN])
-def test_a_triager_confirms_and_the_attempt_leaves_the_queue(attempts, role):
-    client = signed_in(role, "rita")
+def test_a_triager_confirms_and_the_attempt_leaves_the_queue(attempts, role, client_for):
+    client = client_for(role, "rita")
     attempt = attempts["2"]
     assert jobs_in(client.get(reverse("diagnoses:triage-queue")).content.decode()) == ["2"]
     assert "review-form" in client.get(reverse("diagnoses:attempt-detail", args=[attempt.pk])).content.decode()
@@ -398,7 +392,7 @@ def test_correction_fields_of_a_confirmation_are_dropped(triager, attempts):
     assert (review.verdict, review.corrected_outcome, review.corrected_nodes) == ("insufficient_evidence", "", [])
 
 
-def test_a_post_without_the_csrf_token_is_refused(attempts):
+def test_a_post_without_the_csrf_token_is_refused(attempts, person):
     client = Client(enforce_csrf_checks=True)
     client.force_login(person(TRIAGER))
 
@@ -408,7 +402,7 @@ def test_a_post_without_the_csrf_token_is_refused(attempts):
     assert not Review.objects.exists()
 
 
-def test_the_node_page_shows_its_history_and_the_repeat_offender_badge(viewer, make_bundle, settings):
+def test_the_node_page_shows_its_history_and_the_repeat_offender_badge(viewer, make_bundle, settings, store):
     settings.FAULTLINE_REPEAT_OFFENDER_COUNT = 2
     settings.FAULTLINE_REPEAT_OFFENDER_DAYS = 30
     recent = timezone.now() - timedelta(days=3)

@@ -1,14 +1,14 @@
 """Seek pagination: every row once, in order, forwards and backwards, ties included."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from diagnoses import paging
 from diagnoses.models import Attempt, Cluster, Job
-from diagnoses.tests.bundles import START
 
 pytestmark = pytest.mark.django_db
+START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ from diagnoses import bundle_store, selectors
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, NodeEvent
 from diagnoses.services import analysis, attempts, discovery, gathering
 from diagnoses.tasks import analyse_attempt, reap_stuck_attempts
-from diagnoses.tests.bundles import write_bundle
-from diagnoses.tests.discovery import folder_cluster
 from rules.selectors import revision_engine
 from rules.services import active_revision
 from triage.celery import app as celery_app
@@ -32,9 +30,9 @@ def attempt(make_bundle):
 
 
 @pytest.fixture
-def discovered(tmp_path) -> Attempt:
+def discovered(tmp_path, make_bundle, folder_cluster) -> Attempt:
     """An attempt found in a watched folder, not gathered yet."""
-    write_bundle(tmp_path / "drop")
+    make_bundle(root=tmp_path / "drop")
     cluster = folder_cluster(tmp_path / "drop")
     discovery.cluster_poll(cluster_id=cluster.pk)  # its analysis is queued on commit, never run here
     return Attempt.objects.select_related("cluster").get()

@@ -16,19 +16,16 @@ from playwright.sync_api import expect
 from access.roles import RULE_EDITOR, TRIAGER, VIEWER
 from diagnoses import bundle_store
 from diagnoses.models import Attempt
-from diagnoses.tests.stored import roles_ensure
 from rules.models import Activation, RuleSetRevision
 from rules.services import active_revision
-from rules.tests.workbench import THERMAL_RULE, person
+from rules.tests.workbench import THERMAL_RULE
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-PASSWORD = "a-long-password-1"
+pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
 
 
 @pytest.fixture
-def demo():
+def demo(person):
     """The demo set, analysed; people of each role."""
-    roles_ensure()
     call_command("load_demo", verbosity=0)
     thermal = next(
         attempt
@@ -40,16 +37,16 @@ def demo():
     )
     return {
         "thermal": thermal,
-        "editor": person(RULE_EDITOR, "editor", PASSWORD),
-        "viewer": person(VIEWER, "viewer", PASSWORD),
-        "triager": person(TRIAGER, "triager", PASSWORD),
+        "editor": person(RULE_EDITOR, "editor"),
+        "viewer": person(VIEWER, "viewer"),
+        "triager": person(TRIAGER, "triager"),
     }
 
 
-def sign_in(page, base: str, username: str):
+def sign_in(page, base: str, username: str, password: str):
     page.goto(f"{base}/accounts/login/")
     page.fill("input[name=username]", username)
-    page.fill("input[name=password]", PASSWORD)
+    page.fill("input[name=password]", password)
     page.click("button[type=submit], input[type=submit]")
     expect(page.locator("header .who")).to_contain_text(username)
 
@@ -63,10 +60,10 @@ def thermal_line(attempt: Attempt) -> tuple[str, int]:
     raise AssertionError("the demo's thermal attempt has no DCGM warning")
 
 
-def test_an_operator_writes_a_rule_for_the_unattributed_thermal_slowdown(page, live_server, demo):
+def test_an_operator_writes_a_rule_for_the_unattributed_thermal_slowdown(page, live_server, demo, person):
     base, thermal = live_server.url, demo["thermal"]
     first = active_revision()
-    sign_in(page, base, "editor")
+    sign_in(page, base, "editor", person.password)
 
     # The editor: an error is shown at its line, with the reason; fixed, the draft is saved.
     page.goto(f"{base}/rules/")
@@ -144,10 +141,10 @@ def test_an_operator_writes_a_rule_for_the_unattributed_thermal_slowdown(page, l
 
 
 @pytest.mark.parametrize("role", ["viewer", "triager"])
-def test_viewers_and_triagers_cannot_change_rules_in_the_browser(page, live_server, demo, role):
+def test_viewers_and_triagers_cannot_change_rules_in_the_browser(page, live_server, demo, role, person):
     base = live_server.url
     first = active_revision()
-    sign_in(page, base, role)
+    sign_in(page, base, role, person.password)
 
     page.goto(f"{base}/rules/sets/default/r1/")
     expect(page.get_by_role("heading", name=re.compile("revision 1"))).to_be_visible()

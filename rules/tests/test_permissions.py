@@ -2,21 +2,13 @@
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from access.roles import RULE_EDITOR, TRIAGER, VIEWER
 from rules import services
 from rules.models import Activation, BatchRun, RegressionCase, RuleSetRevision
-from rules.tests.workbench import THERMAL_RULE, person
+from rules.tests.workbench import THERMAL_RULE
 
 pytestmark = pytest.mark.django_db
-
-
-def api_client(role):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=person(role)).key}")
-    return client
 
 
 @pytest.fixture
@@ -25,8 +17,8 @@ def first():
 
 
 @pytest.mark.parametrize("role", [VIEWER, TRIAGER])
-def test_viewers_and_triagers_read_but_cannot_write_through_the_api(role, first):
-    client = api_client(role)
+def test_viewers_and_triagers_read_but_cannot_write_through_the_api(role, first, api_client_for):
+    client = api_client_for(role)
 
     assert client.get("/api/v1/rulesets").status_code == 200
     assert client.get(f"/api/v1/revisions/{first.pk}").json()["text"] == first.text
@@ -39,8 +31,8 @@ def test_viewers_and_triagers_read_but_cannot_write_through_the_api(role, first)
     assert Activation.objects.count() == 1
 
 
-def test_a_rule_editor_creates_and_activates_a_revision_through_the_api(first):
-    client = api_client(RULE_EDITOR)
+def test_a_rule_editor_creates_and_activates_a_revision_through_the_api(first, api_client_for):
+    client = api_client_for(RULE_EDITOR)
 
     created = client.post(
         "/api/v1/revisions",
@@ -49,21 +41,26 @@ def test_a_rule_editor_creates_and_activates_a_revision_through_the_api(first):
     )
     assert created.status_code == 201, created.content
     body = created.json()
-    assert (body["number"], body["active"], body["author"], body["parent"]) == (2, False, "user-rule-editor", first.pk)
+    assert (body["number"], body["active"], body["author"], body["parent"]) == (
+        2,
+        False,
+        "person-rule-editor",
+        first.pk,
+    )
 
     activated = client.post(f"/api/v1/revisions/{body['id']}/activate", {"message": "thermal rule"}, format="json")
     assert activated.status_code == 200
     assert (activated.json()["revision"], activated.json()["previous"]) == (body["id"], first.pk)
     assert client.get("/api/v1/rulesets/default").json()["active_revision"] == body["id"]
     log = client.get("/api/v1/activations?ruleset__name=default").json()["results"]
-    assert [(a["revision"], a["user"]) for a in log] == [(body["id"], "user-rule-editor"), (first.pk, None)]
+    assert [(a["revision"], a["user"]) for a in log] == [(body["id"], "person-rule-editor"), (first.pk, None)]
     again = client.post(f"/api/v1/revisions/{body['id']}/activate", {}, format="json")
     assert again.status_code == 400
     assert "already the active revision" in again.json()["error"]["message"]
 
 
-def test_invalid_rules_are_a_400_naming_the_line(first):
-    client = api_client(RULE_EDITOR)
+def test_invalid_rules_are_a_400_naming_the_line(first, api_client_for):
+    client = api_client_for(RULE_EDITOR)
     text = first.text + THERMAL_RULE.replace("domain: hardware", "domain: hardwre")
     line = text.splitlines().index("    domain: hardwre") + 1
 
@@ -89,7 +86,7 @@ WRITES = [
 
 @pytest.mark.parametrize("role", [VIEWER, TRIAGER])
 @pytest.mark.parametrize(("name", "kwargs", "data"), WRITES)
-def test_viewers_and_triagers_get_403_on_every_page_write(client, role, name, kwargs, data, first):
+def test_viewers_and_triagers_get_403_on_every_page_write(client, role, name, kwargs, data, first, person):
     client.force_login(person(role))
     if name == "rules:run-cancel":
         kwargs = {"pk": BatchRun.objects.create(kind="backtest", revision=first, limit=1, time_limit=1).pk}
@@ -104,7 +101,7 @@ def test_viewers_and_triagers_get_403_on_every_page_write(client, role, name, kw
 
 
 @pytest.mark.parametrize("role", [VIEWER, TRIAGER])
-def test_read_only_pages_offer_no_writes(client, role, first):
+def test_read_only_pages_offer_no_writes(client, role, first, person):
     client.force_login(person(role))
 
     for url in (reverse("rules:ruleset", args=["default"]), reverse("rules:revision", args=["default", 1])):
@@ -121,7 +118,7 @@ def test_every_page_needs_a_login(client, first):
         assert "/accounts/login/" in response["Location"]
 
 
-def test_the_progress_is_polled_until_the_run_finishes(client, first):
+def test_the_progress_is_polled_until_the_run_finishes(client, first, person):
     client.force_login(person(RULE_EDITOR))
     run = BatchRun.objects.create(kind="backtest", revision=first, limit=10, time_limit=60, state="running", total=4)
     BatchRun.objects.filter(pk=run.pk).update(done=1)
@@ -140,7 +137,7 @@ def test_the_progress_is_polled_until_the_run_finishes(client, first):
     assert "0 of 4 diagnoses would change" in finished.content.decode()
 
 
-def test_the_editor_check_marks_each_error_at_its_line(client, first):
+def test_the_editor_check_marks_each_error_at_its_line(client, first, person):
     client.force_login(person(RULE_EDITOR))
     text = first.text + THERMAL_RULE.replace("(?P<gpu>", "(?P<gpu")
     line = next(n for n, t in enumerate(text.splitlines(), 1) if "(?P<gpu\\d" in t)

@@ -9,15 +9,31 @@ import pytest
 from django.core.management import call_command
 
 from diagnoses.models import Attempt, Diagnosis
-from diagnoses.services import reviews
+from diagnoses.services import attempts, reviews
 from engine import RuleSetError
 from rules import batches, selectors, services
 from rules.cases import CaseRejected, case_promote, cases_run
 from rules.models import Activation, BatchRun, RuleSetRevision
-from rules.tests.workbench import HOT_NODE, THERMAL_RULE
+from rules.tests.workbench import HOT_NODE, THERMAL_RULE, thermal_bundle
 
 pytestmark = pytest.mark.django_db
 BASE_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def stored(tmp_path, make_bundle, django_capture_on_commit_callbacks):
+    """Three analysed attempts: a GPU off the bus (attributed), NCCL timeouts only (unattributed) and the
+    demo's thermal slowdown (unattributed by the default pack)."""
+    bundles = {
+        "bus": make_bundle(job_id="1"),
+        "quiet": make_bundle(job_id="2", faulty=None, start=make_bundle.start.replace(day=3)),
+        "thermal": thermal_bundle(tmp_path / "thermal"),
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        stored = {label: attempts.attempt_ingest_directory(path=path) for label, path in bundles.items()}
+    for attempt in stored.values():
+        attempt.refresh_from_db()
+    return stored
 
 
 def thermal_draft(author=None) -> RuleSetRevision:
@@ -202,8 +218,6 @@ def test_test_rules_exits_non_zero_when_a_case_fails(stored, django_user_model, 
 
 
 def test_test_rules_runs_a_directory_of_cases(tmp_path, capsys):
-    from rules.tests.workbench import thermal_bundle
-
     thermal_bundle(tmp_path / "cases" / "thermal")
     (tmp_path / "cases" / "thermal" / "expected.json").write_text('{"outcome": "unattributed"}')
 

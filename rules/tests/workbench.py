@@ -1,4 +1,4 @@
-"""What the rule workbench's tests share: stored attempts, people of each role, and a thermal rule.
+"""What the rule workbench's tests share: a thermal rule and the demo bundle it is written for.
 
 The thermal rule is the one the demo's ``gpu-thermal-slowdown`` kind needs: the default pack leaves
 that attempt unattributed (DCGM health warnings are its only cause lines).
@@ -6,16 +6,11 @@ that attempt unattributed (DCGM health warnings are its only cause lines).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-
-from django.contrib.auth.models import Group, User
 
 from demo.bundles import KINDS
 from demo.sites import DGX_B200
-from diagnoses.models import Attempt
-from diagnoses.services import attempts
-from diagnoses.tests.bundles import START, write_bundle
 
 THERMAL_RULE = r"""
 ---
@@ -41,17 +36,10 @@ THERMAL_LINE = (
 )
 
 
-def person(role: str | None, name: str = "", password: str = "x") -> User:
-    user = User.objects.create_user(name or f"user-{role or 'none'}".replace(" ", "-"), password=password)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
 def thermal_bundle(directory: Path, seed: int = 7) -> Path:
     """The demo's thermal slowdown on the demo set's DGX B200 cluster (DCGM's warnings in each node's syslog)."""
     nodes = [f"dgx-b200-{n:04d}" for n in range(415, 419)]
-    start = START + timedelta(days=20)
+    start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
     kind = KINDS["gpu-thermal-slowdown"]
     return kind.write(
         directory,
@@ -63,16 +51,3 @@ def thermal_bundle(directory: Path, seed: int = 7) -> Path:
         site=DGX_B200,
         culprit=HOT_NODE,
     ).path
-
-
-def store_attempts(root: Path) -> dict[str, Attempt]:
-    """Three analysed attempts: a GPU off the bus (attributed), NCCL timeouts only (unattributed) and the
-    demo's thermal slowdown (unattributed by the default pack). Their analyses run
-    when the transaction commits."""
-    bus = write_bundle(root / "bus", job_id="1")
-    quiet = write_bundle(root / "quiet", job_id="2", faulty=None, start=START + timedelta(days=1))
-    thermal = thermal_bundle(root / "thermal")
-    stored = {}
-    for label, path in (("bus", bus), ("quiet", quiet), ("thermal", thermal)):
-        stored[label] = attempts.attempt_ingest_directory(path=path)
-    return stored

@@ -23,63 +23,26 @@ import pytest
 from connectors.base import DiscoveredAttempt
 from connectors.gather import gather
 from connectors.slurm.scheduler import SlurmScheduler
-from engine import Engine, load_rules
 from engine.bundle import load_bundle, rfc3339
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [
     pytest.mark.slurm,
     pytest.mark.skipif(os.geteuid() != 0, reason="the Slurm tests run a real Slurm cluster, which needs root"),
 ]
 
-NCCL_ERROR = "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3"
-FAIL_JOB = f"""#!/bin/bash
-echo "[rank0] step 100 loss=2.31"
-echo "$(hostname -s):1234:5678 [0] NCCL INFO comm 0x55d5 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE"
-echo "$(hostname -s):1234:5678 [3] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer node02<41234>"
-echo "RuntimeError: NCCL error in: {NCCL_ERROR}"
-echo "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error." >&2
-exit 1
-"""
-SLEEP_JOB = "#!/bin/bash\necho start\nsleep 600\n"
-
-
-def run(*args: str) -> str:
-    return subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout.strip()
-
-
-def job_state(job_id: str) -> str:
-    record = run("scontrol", "-o", "show", "job", job_id)
-    return record.split(" JobState=", 1)[1].split(" ", 1)[0]
-
-
-def wait_for(job_ids: list[str], states: set[str], limit: float) -> None:
-    deadline = time.monotonic() + limit
-    while True:
-        current = {job: job_state(job) for job in job_ids}
-        if all(state in states for state in current.values()):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"jobs did not reach {sorted(states)} within {limit:g} s: {current}")
-        time.sleep(1)
-
-
-def node_state(node: str) -> str:
-    return run("sinfo", "-h", "-n", node, "-o", "%T")
-
 
 @pytest.fixture(scope="module")
-def slurm_jobs(tmp_path_factory):
-    subprocess.run([str(ROOT / "scripts" / "slurm.sh")], check=True, timeout=300)
-    node = run("hostname", "-s")
+def slurm_jobs(slurm, tmp_path_factory):
+    node = slurm.run("hostname", "-s")
     out = tmp_path_factory.mktemp("slurm-jobs")
     out.chmod(0o777)
-    (out / "fail.sh").write_text(FAIL_JOB)
-    (out / "sleep.sh").write_text(SLEEP_JOB)
+    (out / "fail.sh").write_text(slurm.FAIL_JOB)
+    (out / "sleep.sh").write_text(slurm.SLEEP_JOB)
     begin = datetime.now(UTC) - timedelta(seconds=2)
 
     def sbatch(name: str, script: str, *options: str) -> str:
-        return run(
+        return slurm.run(
             "sbatch",
             "--parsable",
             f"--job-name={name}",
@@ -90,22 +53,22 @@ def slurm_jobs(tmp_path_factory):
         ).split(";")[0]
 
     lost = sbatch("train-nodefail", "sleep.sh", "--no-requeue")
-    wait_for([lost], {"RUNNING"}, 60)
-    run("scontrol", "update", f"nodename={node}", "state=down", "reason=faultline test: node lost")
+    slurm.wait_for([lost], {"RUNNING"}, 60)
+    slurm.run("scontrol", "update", f"nodename={node}", "state=down", "reason=faultline test: node lost")
     try:
-        wait_for([lost], {"NODE_FAIL"}, 60)
+        slurm.wait_for([lost], {"NODE_FAIL"}, 60)
     finally:
-        run("scontrol", "update", f"nodename={node}", "state=resume")
+        slurm.run("scontrol", "update", f"nodename={node}", "state=resume")
     deadline = time.monotonic() + 60
-    while not node_state(node).startswith(("idle", "mixed")) and time.monotonic() < deadline:
+    while not slurm.node_state(node).startswith(("idle", "mixed")) and time.monotonic() < deadline:
         time.sleep(0.5)
 
     timeout = sbatch("train-timeout", "sleep.sh", "--time=1")
     failed = sbatch("train-fail", "fail.sh", f"--error={out}/%x-%j.err")
     cancelled = sbatch("train-cancel", "sleep.sh")
-    wait_for([cancelled], {"RUNNING"}, 60)
-    run("scancel", cancelled)
-    wait_for([timeout, failed, cancelled], {"TIMEOUT", "FAILED", "CANCELLED"}, 240)
+    slurm.wait_for([cancelled], {"RUNNING"}, 60)
+    slurm.run("scancel", cancelled)
+    slurm.wait_for([timeout, failed, cancelled], {"TIMEOUT", "FAILED", "CANCELLED"}, 240)
     return {
         "node": node,
         "begin": begin,
@@ -176,11 +139,10 @@ def test_output_paths_come_from_scontrol_and_the_discovered_attempt_round_trips(
 
 
 @pytest.fixture(scope="module")
-def diagnoses(slurm_jobs, discovered):
+def diagnoses(slurm_jobs, discovered, engine):
     """Each job diagnosed from its record and its own output. (slurmd.log is left out on purpose: it
     holds every job's lines, and the default pack's time-limit line rule does not check the job id.)"""
     scheduler, by_id, _ = discovered
-    engine = Engine(load_rules(ROOT / "rules" / "packs" / "default"))
     return {role: engine.diagnose(gather(by_id[job_id], scheduler)) for role, job_id in slurm_jobs["jobs"].items()}
 
 

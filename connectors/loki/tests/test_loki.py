@@ -1,21 +1,18 @@
-"""The Loki log source against a local double of Loki's query_range API (tests/loki_double.py)."""
+"""The Loki log source against a local double of Loki's query_range API (``loki_double``, started by the
+root conftest's ``loki_double`` fixture)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.gather import gather
 from connectors.loki.source import LokiLogSource
-from connectors.tests.loki_double import LokiDouble
 from connectors.tests.record_only import RecordOnly
-from engine import Engine, load_rules
 from engine.context import Attempt
 
-ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 END = datetime(2026, 11, 2, 11, 0, tzinfo=UTC)
 BASE = int(START.timestamp()) * 1_000_000_000
@@ -35,8 +32,8 @@ def syslog(node: str, count: int, *, same_stamp_at: int | None = None) -> list[t
 
 
 @pytest.fixture
-def loki():
-    double = LokiDouble(
+def loki(loki_double):
+    return loki_double(
         [
             ({"host": "node01", "job": "syslog"}, syslog("node01", 12, same_stamp_at=4)),
             ({"host": "node02", "job": "syslog"}, syslog("node02", 3)),
@@ -53,8 +50,6 @@ def loki():
             ({"host": "node09", "job": "syslog"}, syslog("node09", 2)),
         ]
     )
-    yield double
-    double.close()
 
 
 def lines(stream) -> list[str]:
@@ -184,7 +179,7 @@ def test_settings_are_checked():
         LokiLogSource("loki", {"url": "http://127.0.0.1:1", "queries": {"syslog": '{host="$node"}'}, "lmit": 5})
 
 
-def test_the_engine_diagnoses_from_loki_logs_gathered_with_the_attempt(loki):
+def test_the_engine_diagnoses_from_loki_logs_gathered_with_the_attempt(loki, engine):
     attempt = Attempt(
         cluster="dgx",
         scheduler="slurm",
@@ -198,6 +193,6 @@ def test_the_engine_diagnoses_from_loki_logs_gathered_with_the_attempt(loki):
     )
     logs = source(loki, queries={"syslog": '{host=~"$nodes"}'})
     context = gather(DiscoveredAttempt(attempt=attempt), RecordOnly(), [logs])
-    diagnosis = Engine(load_rules(ROOT / "rules" / "packs" / "default")).diagnose(context)
+    diagnosis = engine.diagnose(context)
     assert (diagnosis["subdomain"], diagnosis["root_cause"]["nodes"]) == ("gpu.bus", ["node02"])
     assert diagnosis["evidence"][0]["ref"].startswith("logs/node02/syslog.log:")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -13,18 +12,11 @@ from connectors.base import DiscoveredAttempt
 from connectors.gather import gather
 from connectors.prometheus.source import PrometheusMetricSource
 from connectors.tests.record_only import RecordOnly
-from engine import Engine, load_rules
 from engine.context import Attempt
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.prometheus
 START = datetime(2025, 6, 1, 10, 30, tzinfo=UTC)
 END = datetime(2025, 6, 1, 11, 30, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def engine():
-    return Engine(load_rules(ROOT / "rules" / "packs" / "default"))
 
 
 def attempt_on(*nodes: str) -> DiscoveredAttempt:

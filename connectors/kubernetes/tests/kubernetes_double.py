@@ -1,19 +1,101 @@
-"""The Kueue/Kubernetes connector against a local double of the Kubernetes API (tests/kubernetes_double.py)."""
+"""A Kubernetes API double serving Kueue Workloads, Pods, pod logs and Events in the API's shapes.
+
+Paths, parameters and bodies follow the Kubernetes API reference (``PodList``, ``EventList``,
+``GET /api/v1/namespaces/{ns}/pods/{name}/log`` with ``container``, ``previous``, ``timestamps``,
+``tailLines``; list ``limit``/``continue``; a ``Status`` body with ``code: 404`` for a deleted pod)
+and Kueue's (``kueue.x-k8s.io/v1beta1`` ``WorkloadList``). ``faults`` holds responses to give instead of
+the next ones. ``kueue_cluster()`` is the double of the tests: a namespace of Kueue workloads (failed,
+evicted, succeeded, running, never started, long ago) with their pods, logs and events.
+"""
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
+import re
 
-import pytest
+from connectors.tests.http_double import HttpDouble, Request
 
-from connectors.base import ConnectorError, DiscoveredAttempt
-from connectors.gather import gather
-from connectors.kubernetes.kueue import KueueScheduler
-from connectors.tests.kubernetes_double import KubernetesDouble, parse_bool
-from engine import Engine, load_rules
+WORKLOADS = re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1(?:/namespaces/([^/]+))?/workloads$")
+PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
+LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
+EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def not_found(kind: str, name: str) -> tuple[int, dict, dict]:
+    return 404, {}, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                     "message": f'{kind} "{name}" not found', "reason": "NotFound",
+                     "details": {"name": name, "kind": kind}, "code": 404}  # fmt: skip
+
+
+class KubernetesDouble(HttpDouble):
+    def __init__(self, workloads: list[dict], pods: list[dict], events: list[dict], logs: dict):
+        self.workloads, self.pods, self.events, self.logs = workloads, pods, events, logs
+        self.faults: list[tuple[int, dict, object]] = []
+        super().__init__(self.answer)
+
+    def answer(self, request: Request):
+        if self.faults:
+            return self.faults.pop(0)
+        path, params = request.path, request.params
+        if match := WORKLOADS.match(path):
+            items = [w for w in self.workloads if match.group(1) in (None, w["metadata"]["namespace"])]
+            return self.page("kueue.x-k8s.io/v1beta1", "WorkloadList", items, params)
+        if match := PODS.match(path):
+            items = [p for p in self.pods if p["metadata"]["namespace"] == match.group(1)
+                     and _selected(p["metadata"].get("labels", {}), params.get("labelSelector", ""))]  # fmt: skip
+            return self.page("v1", "PodList", items, params)
+        if match := LOG.match(path):
+            namespace, name = match.groups()
+            if not any(p["metadata"]["name"] == name and p["metadata"]["namespace"] == namespace for p in self.pods):
+                return not_found("pods", name)
+            key = (name, params.get("container"), parse_bool(params.get("previous", "false")))
+            if key not in self.logs:
+                message = f'previous terminated container "{key[1]}" in pod "{name}" not found'
+                return 400, {}, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                 "message": message, "reason": "BadRequest", "code": 400}  # fmt: skip
+            lines = self.logs[key].splitlines(keepends=True)
+            if not parse_bool(params.get("timestamps", "false")):
+                lines = [line.split(" ", 1)[1] for line in lines]
+            if "tailLines" in params:
+                lines = lines[-int(params["tailLines"]) :]
+            return 200, {"Content-Type": "text/plain"}, "".join(lines).encode()
+        if match := EVENTS.match(path):
+            items = [e for e in self.events if e["metadata"]["namespace"] == match.group(1)
+                     and _field_selected(e, params.get("fieldSelector", ""))]  # fmt: skip
+            return self.page("v1", "EventList", items, params)
+        return 404, {}, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "the server could "
+                         "not find the requested resource", "reason": "NotFound", "code": 404}  # fmt: skip
+
+    def page(self, api_version: str, kind: str, items: list[dict], params: dict):
+        offset = int(params.get("continue") or 0)
+        limit = int(params.get("limit") or 0) or len(items)
+        chunk, rest = items[offset : offset + limit], offset + limit < len(items)
+        metadata = {"resourceVersion": "4711", **({"continue": str(offset + limit)} if rest else {})}
+        return 200, {}, {"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": chunk}
+
+
+def parse_bool(value: str) -> bool:
+    """A boolean query parameter as the API server reads it (Go's strconv.ParseBool)."""
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if value in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f"invalid boolean {value!r}")
+
+
+def _selected(labels: dict, selector: str) -> bool:
+    for term in filter(None, selector.split(",")):
+        key, _, value = term.partition("=")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
+def _field_selected(event: dict, selector: str) -> bool:
+    for term in filter(None, selector.split(",")):
+        key, _, value = term.partition("=")
+        if key == "involvedObject.kind" and event["involvedObject"].get("kind") != value:
+            return False
+    return True
 
 
 def condition(kind, status, reason, message, at):
@@ -150,14 +232,7 @@ ADMITTED = [
 ]
 
 
-@pytest.fixture
-def cluster():
-    double = kubernetes_api()
-    yield double
-    double.close()
-
-
-def kubernetes_api() -> KubernetesDouble:
+def kueue_cluster() -> KubernetesDouble:
     """A Kubernetes API with Kueue workloads: ml/train failed (OOMKilled, exit 1), ml/sweep evicted, and
     workloads that succeeded, still run, never ran a pod, or ended long ago."""
     workloads = [
@@ -283,140 +358,3 @@ def kubernetes_api() -> KubernetesDouble:
         ("sweep-0-z7w1v", "trainer", False): "2026-11-02T10:05:00.000000000Z waiting for data\n",
     }
     return KubernetesDouble(workloads, pods, events, logs)
-
-
-def scheduler(cluster, **settings) -> KueueScheduler:
-    return KueueScheduler("kueue", {"cluster": "k8s-a", "host": cluster.url, "backoff": 0, **settings})
-
-
-@pytest.fixture(scope="module")
-def engine():
-    return Engine(load_rules(ROOT / "rules" / "packs" / "default"))
-
-
-def test_discovers_failed_and_evicted_workloads_with_their_pods(cluster):
-    kueue = scheduler(cluster)
-    found, cursor = kueue.discover("2026-11-02T09:00:00Z")
-    by_job = {d.attempt.job_id: d for d in found}
-    assert sorted(by_job) == ["ml/sweep", "ml/train"]
-    train = by_job["ml/train"].attempt
-    assert (train.state, train.exit_code, train.nodes) == ("Failed", "137", ("gpu-node-1", "gpu-node-2"))
-    assert train.reason == "Failed: Job has reached the specified backoff limit"
-    assert (train.start.isoformat(), train.end.isoformat()) == (
-        "2026-11-02T10:00:05+00:00",
-        "2026-11-02T10:42:00+00:00",
-    )
-    sweep = by_job["ml/sweep"].attempt
-    assert (sweep.state, sweep.attempt, sweep.nodes) == ("Evicted", 1, ("gpu-node-3",))
-    assert sweep.reason.startswith("PodsReadyTimeout: Exceeded the PodsReady timeout")
-    assert cursor == "2026-11-02T10:42:00Z"
-    assert kueue.skipped == ["workload ml/job-gone-3c4d5: no pod of Job gone ran on a node; nodes unknown"]
-    assert [d.attempt.job_id for d in kueue.discover(cursor)[0]] == ["ml/train"]  # within the overlap
-
-
-def test_the_workload_list_is_paged_and_namespaces_can_be_chosen(cluster):
-    found, _ = scheduler(cluster, namespaces=["ml", "other"]).discover("2026-11-02T09:00:00Z")
-    assert len(found) == 2
-    cluster.workloads.extend(copy.deepcopy(cluster.workloads) * 100)  # more than one page of 500
-    for index, item in enumerate(cluster.workloads[6:]):
-        item["metadata"]["name"] += f"-{index}"
-    found, _ = scheduler(cluster).discover("2026-11-02T09:00:00Z")
-    assert len(found) == 2 * 101
-    assert any("continue=500" in f"continue={r.params.get('continue')}" for r in cluster.requests)
-
-
-def test_gathers_container_statuses_events_and_current_and_previous_logs(cluster, engine):
-    kueue = scheduler(cluster)
-    train = next(d for d in kueue.discover("2026-11-02T09:00:00Z")[0] if d.attempt.job_id == "ml/train")
-    context = gather(train, kueue)
-    assert sorted((s.ref, s.node, s.kind) for s in context.streams) == [
-        ("logs/gpu-node-1/train-0-xk2p9.trainer.log", "gpu-node-1", "app"),
-        ("logs/gpu-node-1/train-0-xk2p9.trainer.previous.log", "gpu-node-1", "app"),
-        ("logs/gpu-node-2/train-1-m8q4r.trainer.log", "gpu-node-2", "app"),
-    ]
-    flat = {(e.reason, e.node) for e in context.events}
-    assert ("OOMKilled", "gpu-node-1") in flat
-    assert ("BackOff", "gpu-node-1") in flat
-    assert ("BackoffLimitExceeded", None) in flat
-    assert ("Finished", None) in flat
-    assert not any(e.reason in ("Pulled", "NodeNotReady") for e in context.events)  # other pods, other nodes
-    oom = next(e for e in context.events if e.reason == "OOMKilled" and "previous" not in e.message)
-    assert oom.message == "container trainer of pod train-0-xk2p9 terminated with exit code 137"
-    assert context.reports == ()
-    logs = [r.params for r in cluster.requests if r.path == "/api/v1/namespaces/ml/pods/train-0-xk2p9/log"]
-    assert [(parse_bool(p["previous"]), parse_bool(p["timestamps"]), p["tailLines"]) for p in logs] == [
-        (False, True, "100000"),
-        (True, True, "100000"),
-    ]
-    previous = next(s for s in context.streams if s.name == "train-0-xk2p9.trainer.previous")
-    assert previous.opener().read() == b"2026-11-02T10:29:00.123456789Z step 100 loss=2.3\n"
-    diagnosis = engine.diagnose(context)
-    assert (diagnosis["domain"], diagnosis["subdomain"]) == ("application", "host_oom")
-    assert diagnosis["root_cause"]["nodes"] == ["gpu-node-1"]
-
-
-def test_a_pod_deleted_before_gathering_is_a_missing_source_and_the_diagnosis_still_stands(cluster, engine):
-    kueue = scheduler(cluster)
-    train = next(d for d in kueue.discover("2026-11-02T09:00:00Z")[0] if d.attempt.job_id == "ml/train")
-    cluster.pods[:] = [p for p in cluster.pods if p["metadata"]["name"] != "train-0-xk2p9"]
-    stored = DiscoveredAttempt.from_dict(train.to_dict())  # as the pipeline stores and reloads it
-    context = gather(stored, kueue)
-    missing = [(r.name, r.status) for r in context.reports]
-    assert missing == [("train-0-xk2p9.trainer", "missing"), ("train-0-xk2p9.trainer.previous", "missing")]
-    assert "pod already deleted" in context.reports[0].detail
-    diagnosis = engine.diagnose(context)
-    assert diagnosis["subdomain"] == "host_oom"
-    assert ("train-0-xk2p9.trainer", "app", "missing") in {
-        (s["name"], s["kind"], s["status"]) for s in diagnosis["sources"]
-    }
-
-
-def test_an_eviction_for_pods_ready_timeout_is_diagnosed_as_such(cluster, engine):
-    kueue = scheduler(cluster)
-    sweep = next(d for d in kueue.discover("2026-11-02T09:00:00Z")[0] if d.attempt.job_id == "ml/sweep")
-    diagnosis = engine.diagnose(gather(sweep, kueue))
-    assert (diagnosis["domain"], diagnosis["subdomain"]) == ("scheduler", "eviction")
-
-
-def test_api_errors_are_retried_when_transient_and_permanent_otherwise(cluster):
-    cluster.faults = [(503, {}, {"kind": "Status", "code": 503, "message": "etcd leader changed"})]
-    found, _ = scheduler(cluster).discover("2026-11-02T09:00:00Z")
-    assert len(found) == 2
-    cluster.faults = [
-        (
-            403,
-            {},
-            {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "status": "Failure",
-                "reason": "Forbidden",
-                "message": 'workloads.kueue.x-k8s.io is forbidden: User "faultline" cannot list',
-                "code": 403,
-            },
-        )
-    ]
-    with pytest.raises(ConnectorError, match="HTTP 403 workloads.kueue.x-k8s.io is forbidden") as caught:
-        scheduler(cluster).discover(None)
-    assert caught.value.permanent
-    cluster.faults = [(500, {}, "boom")] * 2
-    with pytest.raises(ConnectorError, match=r"HTTP 500 boom \(after 2 tries\)") as caught:
-        scheduler(cluster, retries=1).discover(None)
-    assert not caught.value.permanent
-
-
-def test_events_that_cannot_be_listed_are_a_reported_gap(cluster):
-    kueue = scheduler(cluster, retries=0)
-    sweep = next(d for d in kueue.discover("2026-11-02T09:00:00Z")[0] if d.attempt.job_id == "ml/sweep")
-    real = cluster.answer
-    cluster.respond = lambda r: (500, {}, "down") if r.path.endswith("/events") else real(r)
-    context = gather(sweep, kueue)
-    assert [(r.name, r.status) for r in context.reports] == [("events", "error")]
-    assert [e.reason for e in context.events] == ["EvictedDueToPodsReadyTimeout"]
-
-
-def test_exactly_one_way_to_reach_the_api():
-    with pytest.raises(ConnectorError, match="exactly one must be given"):
-        KueueScheduler("kueue", {"cluster": "c"})
-    with pytest.raises(ConnectorError, match="cannot load the Kubernetes configuration"):
-        KueueScheduler("kueue", {"cluster": "c", "kubeconfig": "/nonexistent/kubeconfig"})
