@@ -1,4 +1,4 @@
-"""The triage pages (HTML); the API's URLs are in ``diagnoses/api/urls.py``."""
+"""The triage pages (HTML); the API's URLs are in ``api/urls.py``."""
 
 from django.urls import path
 

@@ -12,7 +12,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("rules/", include("rules.urls")),
     path("clusters/", cluster_views.cluster_status, name="cluster-status"),
-    path("api/v1/", include("diagnoses.api.urls")),
+    path("api/v1/", include("api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from access.roles import ADMIN, VIEWER
+from access.roles import VIEWER
 from diagnoses.models import Attempt, Cluster, Diagnosis
 from diagnoses.services import attempts, discovery
 from diagnoses.tasks import analyse_attempt, poll_cluster, poll_clusters
@@ -258,25 +258,6 @@ def test_the_clusters_page_queries_do_not_grow_with_the_clusters(
         folder_cluster(drop, name=name, sources=[source])
     with django_assert_max_num_queries(len(one.captured_queries)):
         assert signed_in.get("/clusters/").text.count('scope="row"') == 4
-
-
-def test_the_api_shows_the_status_and_an_admin_polls_now(
-    drop, django_capture_on_commit_callbacks, make_bundle, folder_cluster, api_client_for
-):
-    cluster = folder_cluster(drop)
-    make_bundle(root=drop)
-
-    with django_capture_on_commit_callbacks(execute=True):
-        response = api_client_for(ADMIN).post(f"/api/v1/clusters/{cluster.pk}/poll")
-        assert response.status_code == 202
-
-    status = api_client_for(VIEWER).get(f"/api/v1/clusters/{cluster.pk}").json()["status"]
-    assert (status["state"], status["last_found"], status["failures"], status["pending"]) == ("ok", 1, 0, 0)
-    assert 0 <= status["lag_seconds"] < 60
-    uploads = Cluster.objects.create(name="uploads-only")
-    refused = api_client_for(ADMIN, "second-admin").post(f"/api/v1/clusters/{uploads.pk}/poll")
-    assert refused.status_code == 400
-    assert refused.json()["error"]["field"] == "connector"
 
 
 # -- Prometheus as a cluster's metric source --

@@ -8,7 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from diagnoses.api.views import permission
+from api.permissions import permission
 from engine import RuleSetError
 from rules import permissions, selectors, services
 from rules.models import Activation, RuleSet, RuleSetRevision

@@ -1,8 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from diagnoses.api import views
-from rules import api as rules_api
+from api import rulesets, views
 
 app_name = "api"
 
@@ -14,8 +13,8 @@ router.register("diagnoses", views.DiagnosisViewSet, basename="diagnosis")
 router.register("evidence", views.EvidenceViewSet, basename="evidence")
 router.register("events", views.NodeEventViewSet, basename="event")
 router.register("reviews", views.ReviewViewSet, basename="review")
-router.register("rulesets", rules_api.RuleSetViewSet, basename="ruleset")
-router.register("revisions", rules_api.RevisionViewSet, basename="revision")
-router.register("activations", rules_api.ActivationViewSet, basename="activation")
+router.register("rulesets", rulesets.RuleSetViewSet, basename="ruleset")
+router.register("revisions", rulesets.RevisionViewSet, basename="revision")
+router.register("activations", rulesets.ActivationViewSet, basename="activation")
 
 urlpatterns = [path("analyze", views.AnalyzeView.as_view(), name="analyze"), *router.urls]

@@ -6,9 +6,10 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from access.roles import ADMIN, TRIAGER, VIEWER
-from diagnoses.models import Attempt, Cluster, Diagnosis, Review
-from diagnoses.services import attempts, clusters
+from access.roles import TRIAGER, VIEWER
+from api.tests.errors import error
+from diagnoses.models import Attempt, Diagnosis, Review
+from diagnoses.services import attempts
 
 pytestmark = pytest.mark.django_db
 
@@ -40,11 +41,6 @@ def stored(make_bundle, django_capture_on_commit_callbacks):
             )
         )
     return {a.job.job_id: a for a in Attempt.objects.select_related("job")}
-
-
-def error(response) -> dict:
-    assert set(response.json()) == {"error"}
-    return response.json()["error"]
 
 
 def api_paths() -> list[str]:
@@ -364,72 +360,3 @@ def test_the_schema_and_docs_are_served_to_signed_in_users(viewer):
     docs = viewer.get("/api/docs/")
     assert docs.status_code == 200
     assert b"/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs.content  # served locally, no CDN
-
-
-# -- clusters --
-
-PROMETHEUS = {"role": "metrics", "name": "prom", "kind": "prometheus", "settings": {"url": "http://prom:9090"}}
-SYSLOG = {"role": "logs", "name": "syslog", "kind": "logfiles", "settings": {"paths": {"syslog": "/srv/{node}/syslog"}}}
-
-
-def test_admins_configure_clusters_through_the_api_and_everyone_signed_in_reads_them(api_client_for):
-    admin = api_client_for(ADMIN)
-    body = {"name": "dgx-a", "connector": "slurm", "scheduler_settings": {"command_prefix": ["ssh", "dgx-login"]},
-            "enabled": True, "poll_interval": 120, "sources": [SYSLOG, PROMETHEUS]}  # fmt: skip
-
-    created = admin.post("/api/v1/clusters", body, format="json")
-
-    assert created.status_code == 201, created.content
-    document = created.json()
-    assert {k: document[k] for k in body} == body
-    assert document["status"]["state"] == "new"
-    assert document["status"]["sources"][0] == {
-        "name": "syslog", "role": "logs", "kind": "logfiles", "state": "unused", "failures": 0, "last_error": "",
-        "last_failure": None, "last_ok": None, "retry_after": None,
-    }  # fmt: skip
-    read = api_client_for(VIEWER).get(f"/api/v1/clusters/{document['id']}").json()
-    assert read["sources"] == body["sources"]
-
-    changed = admin.patch(f"/api/v1/clusters/{document['id']}", {"enabled": False}, format="json")
-    assert changed.status_code == 200
-    assert changed.json()["status"]["state"] == "disabled"
-    assert changed.json()["sources"] == body["sources"]  # left out of a PATCH: kept
-
-
-@pytest.mark.parametrize(
-    ("body", "field", "message"),
-    [
-        ({"scheduler_settings": {"path_map": ["/home"]}}, "scheduler_settings.path_map",
-         "dgx-a: setting 'path_map' must be an object mapping names to strings"),
-        ({"sources": [PROMETHEUS, {**SYSLOG, "settings": {"paths": {"syslog": 7}}}]}, "sources.1.settings.paths",
-         "syslog: setting 'paths' must be an object mapping names to strings"),
-        ({"sources": [{**PROMETHEUS, "settings": {"url": "http://p", "password": "pw"}}]},
-         "sources.0.settings.password", "prom: setting 'password' must not hold a secret: name an environment "
-         "variable (password_env) or a file (password_file) that holds it"),
-        ({"connector": "os.system"}, "connector", "'os.system' is not a scheduler connector here"),
-        ({"connector": "uploads", "sources": [SYSLOG]}, "sources.0",
-         "a cluster without a scheduler gathers nothing"),
-    ],
-)  # fmt: skip
-def test_a_bad_configuration_is_an_api_error_naming_the_field_and_setting(body, field, message, api_client_for):
-    response = api_client_for(ADMIN).post(
-        "/api/v1/clusters", {"name": "dgx-a", "connector": "slurm", **body}, format="json"
-    )
-
-    assert response.status_code == 400
-    problem = error(response)
-    assert (problem["code"] in ("invalid", "invalid_setting"), problem["field"]) == (True, field)
-    assert problem["message"].startswith(message)
-    assert not Cluster.objects.exists()
-
-
-@pytest.mark.parametrize("role", [VIEWER, TRIAGER])
-def test_only_admins_change_clusters(role, api_client_for):
-    cluster = clusters.cluster_configure(name="dgx-a", connector="slurm", enabled=True)
-    client = api_client_for(role)
-
-    assert client.post("/api/v1/clusters", {"name": "x", "connector": "slurm"}, format="json").status_code == 403
-    assert client.patch(f"/api/v1/clusters/{cluster.pk}", {"enabled": False}, format="json").status_code == 403
-    assert client.post(f"/api/v1/clusters/{cluster.pk}/poll").status_code == 403
-    assert client.delete(f"/api/v1/clusters/{cluster.pk}").status_code in (403, 405)
-    assert Cluster.objects.get().enabled

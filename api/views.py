@@ -1,4 +1,5 @@
-"""The REST API: resource viewsets and a few actions, all thin: they call selectors and services."""
+"""The REST API of the store: clusters, jobs, attempts, diagnoses, evidence, events, reviews, and the stateless
+analyse endpoint. Resource viewsets and a few actions, all thin: they call selectors and services."""
 
 import shutil
 
@@ -12,13 +13,13 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.parsers import MultiPartParser
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from diagnoses import bundle_store, selectors
-from diagnoses.api.serializers import (
+from api.permissions import permission
+from api.serializers import (
     AttemptAcceptedSerializer,
     AttemptSerializer,
     BundleUploadSerializer,
@@ -31,7 +32,8 @@ from diagnoses.api.serializers import (
     PollQueuedSerializer,
     ReviewSerializer,
 )
-from diagnoses.api.uploads import Conflict, bundle_stream, rejected
+from api.uploads import Conflict, bundle_stream, rejected
+from diagnoses import bundle_store, selectors
 from diagnoses.filters import (
     AttemptFilter,
     DiagnosisFilter,
@@ -46,18 +48,6 @@ from engine.bundle import BundleError, load_bundle
 from rules.selectors import engine_current
 
 BUNDLE_BODY = {"application/gzip": OpenApiTypes.BINARY, "multipart/form-data": BundleUploadSerializer}
-
-
-def permission(name: str) -> type[BasePermission]:
-    """A permission class requiring the Django permission ``name`` (granted by a role's group)."""
-
-    class HasPermission(BasePermission):
-        message = f"your role does not allow this (it needs the permission {name})"
-
-        def has_permission(self, request, view):
-            return request.user.has_perm(name)
-
-    return HasPermission
 
 
 def accepted(attempt, request) -> Response:
