@@ -249,17 +249,20 @@ def api_client_for(person):
 
 @pytest.fixture
 def migrator_of(db):
-    """``migrator_of((app, migration))`` migrates the test database to that migration (forwards or
-    backwards, inside the test's transaction, which undoes it) and returns the app's models as they were
-    then (``.Cluster``, ...)."""
+    """``migrator_of((app, migration), app=None)`` migrates the test database to that migration (forwards or
+    backwards; ``None``: before the app's first), inside the test's transaction, which undoes it, and returns
+    the models of ``app`` (default: the target's) as the applied migrations left them (``.Cluster``, ...)."""
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
+    from django.db.migrations.loader import MigrationLoader
 
-    def migrate(target: tuple[str, str]) -> SimpleNamespace:
-        executor = MigrationExecutor(connection)
-        executor.migrate([target])
-        apps = executor.loader.project_state([target]).apps
-        return SimpleNamespace(**{model.__name__: model for model in apps.get_app_config(target[0]).get_models()})
+    def migrate(target: tuple[str, str | None], app: str | None = None) -> SimpleNamespace:
+        MigrationExecutor(connection).migrate([target])
+        loader = MigrationLoader(connection)
+        apps = loader.project_state(list(loader.applied_migrations)).apps
+        return SimpleNamespace(
+            **{model.__name__: model for model in apps.get_app_config(app or target[0]).get_models()}
+        )
 
     return migrate
 

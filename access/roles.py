@@ -11,12 +11,14 @@ TRIAGER = "triager"
 RULE_EDITOR = "rule editor"
 ADMIN = "admin"
 
+APPS = ("diagnoses", "rules", "workbench")  # the apps whose permissions the roles grant
 ROLE_PERMISSIONS = {
-    VIEWER: ["diagnoses.view_*", "rules.view_*"],
-    TRIAGER: ["diagnoses.view_*", "rules.view_*", "diagnoses.add_attempt", "diagnoses.change_attempt",
-              "diagnoses.add_review"],
-    RULE_EDITOR: ["diagnoses.view_*", "rules.view_*", "rules.add_*", "rules.change_*"],
-    ADMIN: ["diagnoses.*", "rules.*"],
+    VIEWER: ["diagnoses.view_*", "rules.view_*", "workbench.view_*"],
+    TRIAGER: ["diagnoses.view_*", "rules.view_*", "workbench.view_*", "diagnoses.add_attempt",
+              "diagnoses.change_attempt", "diagnoses.add_review"],
+    RULE_EDITOR: ["diagnoses.view_*", "rules.view_*", "workbench.view_*", "rules.add_*", "rules.change_*",
+                  "workbench.add_*", "workbench.change_*"],
+    ADMIN: ["diagnoses.*", "rules.*", "workbench.*"],
 }  # fmt: skip
 
 
@@ -41,9 +43,7 @@ def assign_role_permissions(group_model, permission_model) -> None:
 
     permissions = {
         f"{p.content_type.app_label}.{p.codename}": p
-        for p in permission_model.objects.filter(content_type__app_label__in=["diagnoses", "rules"]).select_related(
-            "content_type"
-        )
+        for p in permission_model.objects.filter(content_type__app_label__in=APPS).select_related("content_type")
     }
     for role, patterns in ROLE_PERMISSIONS.items():
         group, _ = group_model.objects.get_or_create(name=role)

@@ -9,7 +9,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 
 from engine import Engine
-from rules.engines import ENGINE_CACHE, engine_for
+from rules.engine_cache import ENGINE_CACHE, engine_for
 from rules.models import Activation, RuleSet, RuleSetRevision
 from rules.revisions import compile_revision, pack_text
 
@@ -53,6 +53,10 @@ def _database_ready() -> bool:
         return "rules_rulesetrevision" in connection.introspection.table_names()
     except DatabaseError:
         return False
+
+
+def ruleset_get(name: str) -> RuleSet | None:
+    return RuleSet.objects.filter(name=name).first()
 
 
 def ruleset_list() -> QuerySet[RuleSet]:

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "rules",
     "diagnoses",
     "api",
+    "workbench",
 ]
 
 MIDDLEWARE = [

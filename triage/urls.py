@@ -10,7 +10,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("rules/", include("rules.urls")),
+    path("rules/", include("workbench.urls")),
     path("clusters/", cluster_views.cluster_status, name="cluster-status"),
     path("api/v1/", include("api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError
 
 from engine import load_rules
-from rules.engines import engine_for
+from rules.engine_cache import engine_for
 from rules.models import RuleSet, RuleSetRevision
 from rules.revisions import compile_revision, pack_text
 from rules.selectors import engine_current, revision_engine

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand
 
 from engine import Engine, RuleSetError, load_rules, to_json, to_text
 from engine.bundle import BundleError, load_bundle
-from rules.engines import ENGINE_CACHE
+from rules.engine_cache import ENGINE_CACHE
 from rules.selectors import engine_current
 
 
