@@ -39,7 +39,7 @@ test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Promet
 screenshots: $(STAMP) ## Refresh the page screenshots in docs/screenshots/ (the browser tests take them)
 	scripts/services.sh
 	scripts/browser.sh
-	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest diagnoses/tests/test_browser.py
+	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest pages/tests/test_browser.py
 
 lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
 	$(BIN)/ruff format --check .

@@ -187,7 +187,7 @@ class Attempt(models.Model):
         constraints = [models.UniqueConstraint(fields=["job", "number"], name="diagnoses_attempt_unique")]
         indexes = [
             models.Index(fields=["cluster", "-end"], name="attempt_cluster_end"),
-            # the pages list attempts by (column, id): one index per sortable column (diagnoses.paging)
+            # the pages list attempts by (column, id): one index per sortable column (pages.paging)
             models.Index(fields=["-end", "-id"], name="attempt_end_id"),
             models.Index(fields=["state", "id"], name="attempt_state_id"),
             models.Index(fields=["user", "id"], name="attempt_user_id"),

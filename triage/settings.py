@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "rules",
     "diagnoses",
     "api",
+    "pages",
     "workbench",
 ]
 
@@ -174,7 +175,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.conventions.document_errors"],
 }
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "diagnoses:overview"
+LOGIN_REDIRECT_URL = "pages:overview"
 
 LOGGING = {
     "version": 1,

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from diagnoses import paging
 from diagnoses.models import Attempt, Cluster, Job
+from pages import paging
 
 pytestmark = pytest.mark.django_db
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)

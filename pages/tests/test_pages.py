@@ -14,8 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from access.roles import ADMIN, TRIAGER, VIEWER
-from diagnoses import views
 from diagnoses.models import Attempt, Review
+from diagnoses.services import analysis, discovery
+from pages.views import lists
 
 pytestmark = pytest.mark.django_db
 SCRIPT = "<script>alert('log')</script>"
@@ -51,14 +52,14 @@ def attempts(make_bundle, store, replace_in):
 def page_urls(attempt: Attempt) -> list[str]:
     evidence = attempt.current_diagnosis.evidence.first()
     return [
-        reverse("diagnoses:overview"),
-        reverse("diagnoses:job-list"),
-        reverse("diagnoses:attempt-detail", args=[attempt.pk]),
-        reverse("diagnoses:attempt-diagnosis-json", args=[attempt.pk]),
-        reverse("diagnoses:attempt-bundle", args=[attempt.pk]),
-        reverse("diagnoses:evidence-context", args=[attempt.pk, evidence.pk]),
-        reverse("diagnoses:triage-queue"),
-        reverse("diagnoses:node-detail", args=["dgx-a", "node02"]),
+        reverse("pages:overview"),
+        reverse("pages:job-list"),
+        reverse("pages:attempt-detail", args=[attempt.pk]),
+        reverse("pages:attempt-diagnosis-json", args=[attempt.pk]),
+        reverse("pages:attempt-bundle", args=[attempt.pk]),
+        reverse("pages:evidence-context", args=[attempt.pk, evidence.pk]),
+        reverse("pages:triage-queue"),
+        reverse("pages:node-detail", args=["dgx-a", "node02"]),
     ]
 
 
@@ -80,7 +81,7 @@ def test_every_page_answers_a_signed_in_viewer(viewer, attempts):
 
 
 def test_the_navigation_links_the_pages_and_marks_the_current_one(viewer):
-    html = viewer.get(reverse("diagnoses:triage-queue")).content.decode()
+    html = viewer.get(reverse("pages:triage-queue")).content.decode()
 
     nav = html[html.index('<nav aria-label="Main">') : html.index("</nav>")]
     assert re.findall(r'<a href="([^"]+)"', nav) == ["/", "/jobs/", "/triage/", "/rules/", "/clusters/", "/api/docs/"]
@@ -94,8 +95,8 @@ def test_the_overview_counts_failures_causes_nodes_backlog_and_reviews(viewer, a
     Attempt.objects.filter(pk=attempts["3"].pk).update(end=now - timedelta(days=60))
     Review.objects.create(diagnosis=attempts["1"].current_diagnosis, reviewer=person(TRIAGER), verdict="confirmed")
 
-    month = viewer.get(reverse("diagnoses:overview")).content.decode()
-    week = viewer.get(reverse("diagnoses:overview"), {"days": "7"}).content.decode()
+    month = viewer.get(reverse("pages:overview")).content.decode()
+    week = viewer.get(reverse("pages:overview"), {"days": "7"}).content.decode()
 
     assert "Failed attempts per day by outcome: 2 attempts in 30 days, 1 attributed, 1 unattributed" in month
     assert "Failed attempts per day by domain: 2 attempts in 30 days, 1 hardware, 1 none" in month
@@ -129,7 +130,7 @@ def test_the_overview_counts_failures_causes_nodes_backlog_and_reviews(viewer, a
 def test_the_job_list_filters_and_sorts(viewer, attempts, query, jobs):
     Attempt.objects.filter(pk=attempts["3"].pk).update(user="carol")
 
-    response = viewer.get(reverse("diagnoses:job-list"), query)
+    response = viewer.get(reverse("pages:job-list"), query)
 
     assert response.status_code == 200
     assert jobs_in(response.content.decode()) == jobs
@@ -139,8 +140,8 @@ def test_an_htmx_filter_request_gets_the_table_alone_and_the_canonical_url(viewe
     query = {"cluster": "dgx-a", "outcome": "", "q": "", "sort": "-end"}
     htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "attempt-table"}
 
-    partial = viewer.get(reverse("diagnoses:job-list"), query, **htmx)
-    page = viewer.get(reverse("diagnoses:job-list"), query)
+    partial = viewer.get(reverse("pages:job-list"), query, **htmx)
+    page = viewer.get(reverse("pages:job-list"), query)
 
     assert partial.content.decode().lstrip().startswith('<div id="attempt-table"')
     assert "<html" not in partial.content.decode()
@@ -154,7 +155,7 @@ def test_an_htmx_filter_request_gets_the_table_alone_and_the_canonical_url(viewe
 
 def test_a_history_restore_gets_the_whole_page(viewer, attempts):
     response = viewer.get(
-        reverse("diagnoses:job-list"),
+        reverse("pages:job-list"),
         {"cluster": "dgx-a"},
         HTTP_HX_REQUEST="true",
         HTTP_HX_HISTORY_RESTORE_REQUEST="true",
@@ -165,7 +166,7 @@ def test_a_history_restore_gets_the_whole_page(viewer, attempts):
 
 
 def test_an_invalid_filter_says_which_and_lists_nothing(viewer, attempts):
-    html = viewer.get(reverse("diagnoses:job-list"), {"outcome": "broken", "ended_after": "yesterday"}).content.decode()
+    html = viewer.get(reverse("pages:job-list"), {"outcome": "broken", "ended_after": "yesterday"}).content.decode()
 
     assert "outcome: Select a valid choice." in html
     assert "ended_after: Enter a valid date/time." in html
@@ -173,13 +174,13 @@ def test_an_invalid_filter_says_which_and_lists_nothing(viewer, attempts):
 
 
 def test_the_job_list_pages_by_position(viewer, attempts, monkeypatch):
-    monkeypatch.setattr(views, "PAGE_SIZE", 2)
+    monkeypatch.setattr(lists, "PAGE_SIZE", 2)
 
-    first = viewer.get(reverse("diagnoses:job-list")).content.decode()
+    first = viewer.get(reverse("pages:job-list")).content.decode()
     after = re.search(r'href="\?after=([\w-]+)" rel="next"', first).group(1)
-    second = viewer.get(reverse("diagnoses:job-list"), {"after": after}).content.decode()
+    second = viewer.get(reverse("pages:job-list"), {"after": after}).content.decode()
     before = re.search(r'href="\?before=([\w-]+)" rel="prev"', second).group(1)
-    back = viewer.get(reverse("diagnoses:job-list"), {"before": before}).content.decode()
+    back = viewer.get(reverse("pages:job-list"), {"before": before}).content.decode()
 
     assert (jobs_in(first), jobs_in(second), jobs_in(back)) == (["3", "2"], ["1"], ["3", "2"])
     assert "3 attempts" in first
@@ -187,9 +188,7 @@ def test_the_job_list_pages_by_position(viewer, attempts, monkeypatch):
     assert 'rel="prev"' not in back
 
 
-@pytest.mark.parametrize(
-    "url", [reverse("diagnoses:job-list"), reverse("diagnoses:triage-queue"), "/nodes/dgx-a/node01/"]
-)
+@pytest.mark.parametrize("url", [reverse("pages:job-list"), reverse("pages:triage-queue"), "/nodes/dgx-a/node01/"])
 def test_list_queries_do_not_grow_with_the_rows(viewer, make_bundle, url, django_assert_num_queries, store):
     store(make_bundle(job_id="10", faulty=None))
     with CaptureQueriesContext(connection) as one_row:
@@ -200,13 +199,13 @@ def test_list_queries_do_not_grow_with_the_rows(viewer, make_bundle, url, django
     with django_assert_num_queries(len(one_row.captured_queries)):
         html = viewer.get(url).content.decode()
 
-    assert len(jobs_in(html)) == (4 if url == reverse("diagnoses:triage-queue") else 6)
+    assert len(jobs_in(html)) == (4 if url == reverse("pages:triage-queue") else 6)
     assert len(one_row.captured_queries) <= 10
 
 
 def test_the_attempt_page_summarises_the_diagnosis(viewer, attempts):
     attempt = attempts["1"]
-    html = viewer.get(reverse("diagnoses:attempt-detail", args=[attempt.pk])).content.decode()
+    html = viewer.get(reverse("pages:attempt-detail", args=[attempt.pk])).content.decode()
 
     assert '<span class="badge attributed">attributed</span>' in html
     assert "hardware / gpu.bus" in html
@@ -226,9 +225,9 @@ def test_log_text_is_escaped_everywhere(viewer, attempts):
     assert SCRIPT in evidence.text
 
     pages = [
-        viewer.get(reverse("diagnoses:attempt-detail", args=[attempt.pk])),
-        viewer.get(reverse("diagnoses:evidence-context", args=[attempt.pk, evidence.pk])),
-        viewer.get(reverse("diagnoses:node-detail", args=["dgx-a", "node02"])),
+        viewer.get(reverse("pages:attempt-detail", args=[attempt.pk])),
+        viewer.get(reverse("pages:evidence-context", args=[attempt.pk, evidence.pk])),
+        viewer.get(reverse("pages:node-detail", args=["dgx-a", "node02"])),
     ]
 
     for response in pages:
@@ -247,7 +246,7 @@ def test_the_context_of_a_line_is_twenty_lines_either_side(viewer, make_bundle, 
     evidence = attempt.current_diagnosis.evidence.get(role="root_cause", node__name="node02")
     assert evidence.ref == "logs/node02/syslog.log:33"
 
-    html = viewer.get(reverse("diagnoses:evidence-context", args=[attempt.pk, evidence.pk])).content.decode()
+    html = viewer.get(reverse("pages:evidence-context", args=[attempt.pk, evidence.pk])).content.decode()
 
     assert '<ol class="context-lines" start="13">' in html
     assert html.count("<li") == 41
@@ -257,7 +256,7 @@ def test_the_context_of_a_line_is_twenty_lines_either_side(viewer, make_bundle, 
 def test_evidence_of_another_attempt_is_not_shown(viewer, attempts):
     other = attempts["3"].current_diagnosis.evidence.first()
 
-    response = viewer.get(reverse("diagnoses:evidence-context", args=[attempts["1"].pk, other.pk]))
+    response = viewer.get(reverse("pages:evidence-context", args=[attempts["1"].pk, other.pk]))
 
     assert response.status_code == 404
 
@@ -268,7 +267,7 @@ def test_missing_sources_are_called_out(viewer, make_bundle, store):
     (bundle / "metrics" / "dcgm.json").write_text("{not json")
     attempt = store(bundle)
 
-    html = viewer.get(reverse("diagnoses:attempt-detail", args=[attempt.pk])).content.decode()
+    html = viewer.get(reverse("pages:attempt-detail", args=[attempt.pk])).content.decode()
 
     assert '<p class="warning" role="note"><strong>Missing:</strong>' in html
 
@@ -276,7 +275,7 @@ def test_missing_sources_are_called_out(viewer, make_bundle, store):
 def test_the_diagnosis_json_is_the_stored_document(viewer, attempts):
     diagnosis = attempts["1"].current_diagnosis
 
-    response = viewer.get(reverse("diagnoses:attempt-diagnosis-json", args=[attempts["1"].pk]))
+    response = viewer.get(reverse("pages:attempt-diagnosis-json", args=[attempts["1"].pk]))
 
     assert response["Content-Type"] == "application/json"
     assert response.content.decode() == diagnosis.document_json
@@ -285,7 +284,7 @@ def test_the_diagnosis_json_is_the_stored_document(viewer, attempts):
 def test_the_bundle_downloads_as_a_streamed_tar_gz(viewer, attempts, bundle_root):
     attempt = attempts["1"]
 
-    response = viewer.get(reverse("diagnoses:attempt-bundle", args=[attempt.pk]))
+    response = viewer.get(reverse("pages:attempt-bundle", args=[attempt.pk]))
 
     assert response.streaming
     assert response["Content-Disposition"] == 'attachment; filename="dgx-a-1-0.tar.gz"'
@@ -300,8 +299,8 @@ def test_the_bundle_downloads_as_a_streamed_tar_gz(viewer, attempts, bundle_root
 def test_a_viewer_sees_no_review_form_and_may_not_post_one(viewer, attempts):
     attempt = attempts["2"]
 
-    html = viewer.get(reverse("diagnoses:attempt-detail", args=[attempt.pk])).content.decode()
-    response = viewer.post(reverse("diagnoses:attempt-review", args=[attempt.pk]), {"verdict": "confirmed"})
+    html = viewer.get(reverse("pages:attempt-detail", args=[attempt.pk])).content.decode()
+    response = viewer.post(reverse("pages:attempt-review", args=[attempt.pk]), {"verdict": "confirmed"})
 
     assert "review-form" not in html
     assert response.status_code == 403
@@ -312,12 +311,10 @@ def test_a_viewer_sees_no_review_form_and_may_not_post_one(viewer, attempts):
 def test_a_triager_confirms_and_the_attempt_leaves_the_queue(attempts, role, client_for):
     client = client_for(role, "rita")
     attempt = attempts["2"]
-    assert jobs_in(client.get(reverse("diagnoses:triage-queue")).content.decode()) == ["2"]
-    assert "review-form" in client.get(reverse("diagnoses:attempt-detail", args=[attempt.pk])).content.decode()
+    assert jobs_in(client.get(reverse("pages:triage-queue")).content.decode()) == ["2"]
+    assert "review-form" in client.get(reverse("pages:attempt-detail", args=[attempt.pk])).content.decode()
 
-    response = client.post(
-        reverse("diagnoses:attempt-review", args=[attempt.pk]), {"verdict": "confirmed", "note": "ok"}
-    )
+    response = client.post(reverse("pages:attempt-review", args=[attempt.pk]), {"verdict": "confirmed", "note": "ok"})
 
     assert response.status_code == 302
     review = Review.objects.get()
@@ -327,10 +324,10 @@ def test_a_triager_confirms_and_the_attempt_leaves_the_queue(attempts, role, cli
         "confirmed",
         "ok",
     )
-    assert jobs_in(client.get(reverse("diagnoses:triage-queue")).content.decode()) == []
-    reviewed = client.get(reverse("diagnoses:triage-queue"), {"tab": "reviewed"}).content.decode()
+    assert jobs_in(client.get(reverse("pages:triage-queue")).content.decode()) == []
+    reviewed = client.get(reverse("pages:triage-queue"), {"tab": "reviewed"}).content.decode()
     assert jobs_in(reviewed.replace("/#reviews", "/")) == ["2"]
-    page = client.get(reverse("diagnoses:attempt-detail", args=[attempt.pk])).content.decode()
+    page = client.get(reverse("pages:attempt-detail", args=[attempt.pk])).content.decode()
     assert "<strong>Confirmed</strong> by rita" in page
 
 
@@ -344,7 +341,8 @@ def test_a_correction_by_htmx_answers_with_the_reviews(triager, attempts):
         "corrected_nodes": ["node03"],
     }
 
-    response = triager.post(reverse("diagnoses:attempt-review", args=[attempt.pk]), body, HTTP_HX_REQUEST="true")
+    htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "reviews"}  # as the form's hx-target makes htmx send
+    response = triager.post(reverse("pages:attempt-review", args=[attempt.pk]), body, **htmx)
 
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="reviews"')
@@ -376,7 +374,7 @@ def test_a_correction_by_htmx_answers_with_the_reviews(triager, attempts):
     ],
 )  # fmt: skip
 def test_an_inconsistent_review_is_refused_with_the_reason(triager, attempts, body, message):
-    response = triager.post(reverse("diagnoses:attempt-review", args=[attempts["2"].pk]), body)
+    response = triager.post(reverse("pages:attempt-review", args=[attempts["2"].pk]), body)
 
     assert response.status_code == 400
     assert message in response.content.decode()
@@ -386,7 +384,7 @@ def test_an_inconsistent_review_is_refused_with_the_reason(triager, attempts, bo
 def test_correction_fields_of_a_confirmation_are_dropped(triager, attempts):
     body = {"verdict": "insufficient_evidence", "corrected_outcome": "attributed", "corrected_nodes": ["node01"]}
 
-    triager.post(reverse("diagnoses:attempt-review", args=[attempts["2"].pk]), body)
+    triager.post(reverse("pages:attempt-review", args=[attempts["2"].pk]), body)
 
     review = Review.objects.get()
     assert (review.verdict, review.corrected_outcome, review.corrected_nodes) == ("insufficient_evidence", "", [])
@@ -396,7 +394,7 @@ def test_a_post_without_the_csrf_token_is_refused(attempts, person):
     client = Client(enforce_csrf_checks=True)
     client.force_login(person(TRIAGER))
 
-    response = client.post(reverse("diagnoses:attempt-review", args=[attempts["2"].pk]), {"verdict": "confirmed"})
+    response = client.post(reverse("pages:attempt-review", args=[attempts["2"].pk]), {"verdict": "confirmed"})
 
     assert response.status_code == 403
     assert not Review.objects.exists()
@@ -408,7 +406,7 @@ def test_the_node_page_shows_its_history_and_the_repeat_offender_badge(viewer, m
     recent = timezone.now() - timedelta(days=3)
     for job in ("21", "22"):
         store(make_bundle(job_id=job, faulty="node04", start=recent))
-    url = reverse("diagnoses:node-detail", args=["dgx-a", "node04"])
+    url = reverse("pages:node-detail", args=["dgx-a", "node04"])
 
     html = viewer.get(url).content.decode()
     settings.FAULTLINE_REPEAT_OFFENDER_COUNT = 3
@@ -420,4 +418,28 @@ def test_the_node_page_shows_its_history_and_the_repeat_offender_badge(viewer, m
     assert 'hardware / gpu.bus</a></td><td class="num">2</td>' in html
     assert html.count('<strong class="role-root_cause">root cause</strong>') == 2
     assert "<code>gpu.xid.fallen_off_bus</code>" in html
-    assert viewer.get(reverse("diagnoses:node-detail", args=["dgx-a", "nowhere"])).status_code == 404
+    assert viewer.get(reverse("pages:node-detail", args=["dgx-a", "nowhere"])).status_code == 404
+
+
+def test_a_triager_gathers_again_an_attempt_whose_gathering_failed(
+    tmp_path, make_bundle, folder_cluster, client_for, django_capture_on_commit_callbacks
+):
+    cluster = folder_cluster(tmp_path / "drop")
+    make_bundle(root=tmp_path / "drop")
+    discovery.cluster_poll(cluster_id=cluster.pk)  # the analysis it queues on commit never runs here
+    attempt = Attempt.objects.get()
+    analysis.attempt_fail(attempt=attempt, reason="gathering the context failed: the scheduler did not answer")
+    url = reverse("pages:attempt-detail", args=[attempt.pk])
+    gather = reverse("pages:attempt-gather", args=[attempt.pk])
+    viewer, triager = client_for(VIEWER), client_for(TRIAGER)
+
+    assert "Gather again" not in viewer.get(url).text
+    assert viewer.post(gather).status_code == 403
+    assert "Gather again" in triager.get(url).text
+    with django_capture_on_commit_callbacks(execute=True):
+        response = triager.post(gather)
+
+    assert response["Location"] == url
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.current_diagnosis.subdomain) == ("analysed", "gpu.bus")
+    assert "Gather again" not in triager.get(url).text

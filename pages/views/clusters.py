@@ -1,11 +1,10 @@
 """The Clusters page: where each cluster's discovery stands, and the health of its sources."""
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
 
 from diagnoses import selectors
+from web.htmx import render_page
 
 STATES = {
     "uploads": "uploads only (no scheduler)",
@@ -30,7 +29,4 @@ def cluster_status(request):
         rows.append({"cluster": cluster, "status": status, "label": STATES[status["state"]], "sources": sources})
     can_change = request.user.is_staff and request.user.has_perm("diagnoses.change_cluster")  # in the admin
     context = {"rows": rows, "can_change": can_change}
-    htmx = request.headers.get("HX-Request") == "true"
-    response = render(request, "clusters/status_table.html" if htmx else "clusters/status.html", context)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return render_page(request, "pages/cluster_status.html", context, partials=("cluster-status",))

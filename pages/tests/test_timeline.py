@@ -2,8 +2,8 @@
 
 from datetime import UTC, date, datetime, timedelta
 
-from diagnoses import charts, timeline
-from diagnoses.timeline import Event
+from pages import charts, timeline
+from pages.timeline import Event
 
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 
