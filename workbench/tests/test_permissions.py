@@ -72,14 +72,15 @@ def test_the_progress_is_polled_until_the_run_finishes(client, first, person):
     BatchRun.objects.filter(pk=run.pk).update(done=1)
     url = reverse("workbench:run", args=[run.pk])
 
-    polling = client.get(url, headers={"HX-Request": "true"})
+    htmx = {"HX-Request": "true", "HX-Target": "run-progress"}  # the polling element is its own target
+    polling = client.get(url, headers=htmx)
     assert polling.status_code == 200
     assert 'hx-trigger="every 1s"' in polling.content.decode()
     assert 'value="25"' in polling.content.decode()
     assert polling["Vary"] == "HX-Request, Cookie"
 
     BatchRun.objects.filter(pk=run.pk).update(state="done", done=4, result={"examined": 4, "changed": 0})
-    finished = client.get(url, headers={"HX-Request": "true"})
+    finished = client.get(url, headers=htmx)
     assert finished.status_code == 286  # htmx swaps the final state in and stops polling
     assert "hx-trigger" not in finished.content.decode()
     assert "0 of 4 diagnoses would change" in finished.content.decode()
@@ -91,7 +92,9 @@ def test_the_editor_check_marks_each_error_at_its_line(client, first, person):
     line = next(n for n, t in enumerate(text.splitlines(), 1) if "(?P<gpu\\d" in t)
 
     response = client.post(
-        reverse("workbench:editor-check", args=["default"]), {"text": text}, headers={"HX-Request": "true"}
+        reverse("workbench:editor-check", args=["default"]),
+        {"text": text},
+        headers={"HX-Request": "true", "HX-Target": "editor-gutter"},
     )
 
     page = response.content.decode()

@@ -4,11 +4,11 @@ activating it, and the editor that checks a draft as it is typed."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.shortcuts import redirect, render
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from engine import RuleSetError, parse_ruleset
 from rules import permissions, selectors, services
+from web.htmx import render_partial
 from workbench import selectors as workbench_selectors
 from workbench.permissions import RUN_BATCH
 from workbench.views import revision_or_404, ruleset_or_404
@@ -144,6 +144,5 @@ def editor(request, name: str):
 @require_POST
 def editor_check(request, name: str):
     ruleset = ruleset_or_404(name)
-    response = render(request, "workbench/_editor_check.html", _check(ruleset.name, request.POST.get("text", "")))
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    context = _check(ruleset.name, request.POST.get("text", ""))
+    return render_partial(request, "workbench/editor.html", "editor-check", context)

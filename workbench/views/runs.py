@@ -6,13 +6,12 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseStopPolling
 
 from diagnoses import selectors as diagnoses_selectors
 from diagnoses.models import Diagnosis
 from rules import selectors, services
+from web.htmx import render_page
 from workbench import selectors as workbench_selectors
 from workbench.models import BatchRun
 from workbench.permissions import RUN_BATCH
@@ -85,15 +84,9 @@ def _batch_page(request, kind: str, revision, runs, template: str):
 def run_detail(request, pk: int):
     run = _run_or_404(pk)
     context = {"run": run, "can_run": request.user.has_perm(RUN_BATCH)}
-    if request.headers.get("HX-Request"):
-        response = render(request, "workbench/_run_progress.html", context)
-        if run.finished_state:
-            response = HttpResponseStopPolling(response.content)  # 286: htmx swaps it in and stops polling
-        patch_vary_headers(response, ["HX-Request"])
-        return response
-    response = render(request, "workbench/run_detail.html", context)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return render_page(
+        request, "workbench/run_detail.html", context, partials=("run-progress",), stop_polling=run.finished_state
+    )
 
 
 @login_required
