@@ -41,10 +41,11 @@ screenshots: $(STAMP) ## Refresh the page screenshots in docs/screenshots/ (the 
 	scripts/browser.sh
 	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest pages/tests/test_browser.py
 
-lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
+lint: $(STAMP) ## Lint: ruff (format and rules), the layers (import-linter), no import cycle, one name per thing
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_architecture.py
 
 bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 	@command -v rg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep

@@ -109,7 +109,7 @@ class RevisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=ActivateSerializer, responses={200: ActivationSerializer})
     @action(detail=True, methods=["post"])
-    def activate(self, request, pk=None):
+    def activate(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
         """Make this revision the active one of its rule set (a rollback when it is older); logged."""
         revision = self.get_object()
         body = ActivateSerializer(data=request.data)

@@ -89,7 +89,7 @@ class ClusterViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.
 
     @extend_schema(request=None, responses={202: PollQueuedSerializer})
     @action(detail=True, methods=["post"])
-    def poll(self, request, pk=None):
+    def poll(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
         """Queue a poll of the cluster's scheduler now, whatever its schedule or backoff."""
         cluster = self.get_object()
         if not cluster.has_scheduler:
@@ -145,7 +145,7 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=None, responses={202: AttemptAcceptedSerializer})
     @action(detail=True, methods=["post"])
-    def reanalyse(self, request, pk=None):
+    def reanalyse(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
         """Queue the attempt's analysis again with the active rule set."""
         attempt = self.get_object()
         attempts.attempt_reanalyse(attempt=attempt)
@@ -169,7 +169,7 @@ class EvidenceViewSet(viewsets.ReadOnlyModelViewSet):
         filters=False,
     )
     @action(detail=True)
-    def excerpt(self, request, pk=None):
+    def excerpt(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
         """The bundle's lines around this piece of evidence."""
         evidence = self.get_object()
         context = request.query_params.get("context", "5")

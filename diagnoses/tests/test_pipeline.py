@@ -13,7 +13,6 @@ from diagnoses.services import analysis, attempts, discovery, gathering
 from diagnoses.tasks import analyse_attempt, reap_stuck_attempts
 from rules.selectors import revision_engine
 from rules.services import active_revision
-from triage.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +20,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def retries_run_in_process(monkeypatch):
     """Eager retries are applied in-process; a propagated Retry would stop them."""
-    monkeypatch.setitem(celery_app.conf, "task_eager_propagates", False)
+    monkeypatch.setitem(analyse_attempt.app.conf, "task_eager_propagates", False)
 
 
 @pytest.fixture
