@@ -1,7 +1,6 @@
 """Rule sets, revisions and the activation log in the REST API; writes need the rule editor's permissions
 (``rules.permissions``), the same as the pages."""
 
-from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -68,10 +67,7 @@ class ActivateSerializer(serializers.Serializer):
 
 
 class RuleSetViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = RuleSet.objects.prefetch_related(
-        Prefetch("revisions", queryset=RuleSetRevision.objects.filter(active=True).only("pk", "ruleset_id"),
-                 to_attr="active_revisions")
-    )  # fmt: skip
+    queryset = selectors.rulesets_with_active_revision()
     serializer_class = RuleSetSerializer
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
@@ -80,7 +76,7 @@ class RuleSetViewSet(viewsets.ReadOnlyModelViewSet):
 class RevisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Revisions of rule sets. Creating one saves a draft (inactive); ``activate`` makes it the active one."""
 
-    queryset = RuleSetRevision.objects.select_related("ruleset", "author")
+    queryset = selectors.revisions_all()
     filterset_fields = {"ruleset__name": ["exact"], "active": ["exact"]}
 
     def get_serializer_class(self):
