@@ -39,12 +39,13 @@ test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Promet
 screenshots: $(STAMP) ## Refresh the page screenshots in docs/screenshots/ (the browser tests take them)
 	scripts/services.sh
 	scripts/browser.sh
-	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest diagnoses/tests/test_browser.py
+	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest pages/tests/test_browser.py
 
-lint: $(STAMP) ## Lint: ruff (format and rules) and the import-linter contract
+lint: $(STAMP) ## Lint: ruff (format and rules), the layers (import-linter), no import cycle, one name per thing
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_architecture.py
 
 bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 	@command -v rg >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ripgrep

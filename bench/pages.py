@@ -110,7 +110,7 @@ def seed(connection, attempts: int) -> dict:
     node_names = {}
     for index, (cluster, prefix, _) in enumerate(CLUSTERS, start=1):
         cursor.execute(
-            "INSERT INTO diagnoses_cluster (id, name, connector, created) VALUES (%s, %s, 'localfiles', %s)",
+            "INSERT INTO diagnoses_cluster (id, name, connector, created) VALUES (%s, %s, 'uploads', %s)",
             [index, cluster, stamp],
         )
         names = [f"{prefix}{k:04d}" for k in range(NODES_PER_CLUSTER)]

@@ -241,8 +241,8 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
 
     import redis
 
-    from diagnoses import services
     from diagnoses.models import Attempt
+    from diagnoses.services import attempts
     from rules.services import active_revision
 
     redis.Redis.from_url(args.broker_url).flushdb()
@@ -250,7 +250,7 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
 
     began = time.perf_counter()
     for source in sources:
-        services.attempt_ingest_directory(path=source, analyse=False)
+        attempts.attempt_ingest_directory(path=source, analyse=False)
     ingest = time.perf_counter() - began
 
     command = [
@@ -266,7 +266,7 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     try:
         time.sleep(3)  # let the workers start and compile the rule set before the clock starts
         began = time.perf_counter()
-        services.attempts_reanalyse(attempts=Attempt.objects.all())
+        attempts.attempts_reanalyse(attempts=Attempt.objects.all())
         while Attempt.objects.exclude(analysis_state__in=["analysed", "failed"]).exists():
             time.sleep(0.05)
         analysis = time.perf_counter() - began

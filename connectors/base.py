@@ -7,7 +7,8 @@ gathered, and what it could not, goes into ``SourceReport``s with status ``ok``,
 ``missing`` or ``error`` and the reason, so the diagnosis shows its gaps.
 
 A connector is built from its configured name and settings (a JSON object): ``build(kind, name,
-settings)`` looks the kind up in ``KINDS`` (or takes a dotted path) and calls the class.
+settings, role=...)`` looks the kind up in ``KINDS`` (or takes a dotted path; ``ALIASES`` keeps the old
+names of kinds working) and calls the class.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from engine.bundle import BundleError, attempt_document, parse_attempt, parse_time
 from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SourceReport
 
 
@@ -31,6 +33,13 @@ class ConnectorError(Exception):
     def __init__(self, message: str, *, permanent: bool = False):
         super().__init__(message)
         self.permanent = permanent
+
+
+class UnusableKind(ConnectorError):
+    """The kind names no connector: unknown, not importable, not a class, or not one of the role asked for."""
+
+    def __init__(self, message: str):
+        super().__init__(message, permanent=True)
 
 
 @dataclass(frozen=True)
@@ -50,38 +59,21 @@ class DiscoveredAttempt:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> DiscoveredAttempt:
-        from connectors.localfiles import parse_attempt
-
         document = dict(data)
         extra = document.pop("extra", {}) or {}
-        return cls(attempt=parse_attempt(document, where="discovered attempt"), extra=extra)
+        try:
+            return cls(attempt=parse_attempt(document, where="discovered attempt"), extra=extra)
+        except BundleError as exc:
+            raise ConnectorError(str(exc), permanent=True) from None
 
 
-def attempt_document(attempt: Attempt) -> dict:
-    """An Attempt as the ``attempt.json`` document of CONTRACTS.md section 1."""
-    document = {
-        "cluster": attempt.cluster,
-        "scheduler": attempt.scheduler,
-        "job_id": attempt.job_id,
-        "attempt": attempt.attempt,
-        "name": attempt.name,
-        "user": attempt.user,
-        "nodes": list(attempt.nodes),
-        "start": rfc3339(attempt.start),
-        "end": rfc3339(attempt.end),
-        "state": attempt.state,
-        "exit_code": attempt.exit_code,
-        "reason": attempt.reason,
-        "timezone": attempt.timezone,
-    }
-    if attempt.ranks:
-        document["ranks"] = {str(rank): node for rank, node in sorted(attempt.ranks.items())}
-    return document
-
-
-def rfc3339(moment: datetime) -> str:
-    text = moment.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+def record_time(value: object, where: str) -> datetime:
+    """An RFC 3339 time of a scheduler's record (or a cursor), as an aware UTC datetime; a permanent
+    ``ConnectorError`` naming ``where`` when it is not one."""
+    try:
+        return parse_time(value, where)
+    except BundleError as exc:
+        raise ConnectorError(str(exc), permanent=True) from None
 
 
 @runtime_checkable
@@ -130,32 +122,42 @@ class MetricSource(Protocol):
 KINDS: dict[str, tuple[str, str]] = {
     "slurm": ("scheduler", "connectors.slurm.scheduler.SlurmScheduler"),
     "kueue": ("scheduler", "connectors.kubernetes.kueue.KueueScheduler"),
-    "bundles": ("scheduler", "connectors.localfiles.BundleFolder"),
-    "files": ("logs", "connectors.files.FileLogSource"),
+    "folder": ("scheduler", "connectors.folder.WatchedFolder"),
+    "logfiles": ("logs", "connectors.logfiles.LogFileSource"),
     "loki": ("logs", "connectors.loki.source.LokiLogSource"),
     "prometheus": ("metrics", "connectors.prometheus.source.PrometheusMetricSource"),
 }
+# The names these kinds had before (still accepted; a configuration is stored under the new name).
+ALIASES = {"bundles": "folder", "files": "logfiles"}
 ROLES = {"scheduler": Scheduler, "logs": LogSource, "metrics": MetricSource}
+
+
+def canonical_kind(kind: str) -> str:
+    """The kind's name in ``KINDS`` when ``kind`` is an old name of it (``ALIASES``), else ``kind``."""
+    return ALIASES.get(kind, kind)
 
 
 def connector_class(kind: str) -> type:
     """The class of a connector kind (a name in ``KINDS`` or a dotted path ``package.module.Class``)."""
+    kind = canonical_kind(kind)
     path = KINDS[kind][1] if kind in KINDS else kind
     module_name, _, class_name = path.rpartition(".")
     if not module_name:
-        raise ConnectorError(f"unknown connector kind {kind!r} (known: {', '.join(sorted(KINDS))})", permanent=True)
+        raise UnusableKind(f"unknown connector kind {kind!r} (known: {', '.join(sorted(KINDS))})")
     try:
         found = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
-        raise ConnectorError(f"connector kind {kind!r}: cannot import {path} ({exc})", permanent=True) from None
+        raise UnusableKind(f"connector kind {kind!r}: cannot import {path} ({exc})") from None
     if not isinstance(found, type):
-        raise ConnectorError(f"connector kind {kind!r}: {path} is not a class", permanent=True)
+        raise UnusableKind(f"connector kind {kind!r}: {path} is not a class")
     return found
 
 
-def build(kind: str, name: str, settings: Mapping, *, role: str | None = None):
-    """A connector of ``kind`` named ``name`` built from its settings; ``role`` checks what it must be."""
-    connector = connector_class(kind)(name, settings)
-    if role is not None and not isinstance(connector, ROLES[role]):
-        raise ConnectorError(f"connector {name!r} of kind {kind!r} is not a {role} connector", permanent=True)
-    return connector
+def build(kind: str, name: str, settings: Mapping, *, role: str):
+    """A connector of ``kind`` named ``name`` built from its settings. ``role`` (``scheduler``, ``logs`` or
+    ``metrics``) is what it must be: a class without that role's methods is refused before it is called."""
+    cls = connector_class(kind)
+    methods = [method for method, value in vars(ROLES[role]).items() if callable(value) and not method.startswith("_")]
+    if not all(callable(getattr(cls, method, None)) for method in methods):
+        raise UnusableKind(f"{kind!r} is not a {role} connector (it lacks {', '.join(methods)})")
+    return cls(name, settings)

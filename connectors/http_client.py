@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import requests
 
 from connectors.base import ConnectorError
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 60.0

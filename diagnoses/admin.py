@@ -1,7 +1,7 @@
 from django.contrib import admin
 
-from diagnoses import services
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
+from diagnoses.services import clusters, discovery
 
 
 class SourceInline(admin.StackedInline):
@@ -42,19 +42,19 @@ class ClusterAdmin(admin.ModelAdmin):
     actions = ["poll_now"]
 
     def save_model(self, request, obj, form, change):
-        services.cluster_save(cluster=obj)
+        clusters.cluster_save(cluster=obj)
 
     def save_formset(self, request, form, formset, change):
         formset.save(commit=False)
         for source in formset.deleted_objects:
             source.delete()
         for source in [*formset.new_objects, *(changed for changed, _ in formset.changed_objects)]:
-            services.source_save(source=source)
+            clusters.source_save(source=source)
 
     @admin.action(description="Poll the selected clusters now", permissions=["change"])
     def poll_now(self, request, queryset):
         for cluster in queryset.exclude(connector=Cluster.NO_SCHEDULER):
-            services.cluster_poll_now(cluster=cluster)
+            discovery.cluster_poll_now(cluster=cluster)
         self.message_user(request, "Polls queued; the Clusters page shows how they went.")
 
 

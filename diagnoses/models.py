@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from diagnoses.connectors import check_cluster, check_source
+from diagnoses.cluster_connectors import UPLOADS, check_cluster, check_source, connector_name
 from rules.models import RuleSetRevision
 
 
@@ -21,19 +21,19 @@ class Cluster(models.Model):
     """A cluster: its scheduler connector and settings, how often discovery polls it, and the state of
     that discovery. Its log and metric sources are ``Source`` rows.
 
-    The state fields are written by the poller only (``diagnoses/discovery.py``); a configuration save
+    The state fields are written by the poller only (``diagnoses/services/discovery.py``); a configuration save
     writes ``CONFIGURATION`` only, so it never overwrites a poll that ends meanwhile.
     """
 
-    NO_SCHEDULER = "localfiles"
+    NO_SCHEDULER = UPLOADS
     CONFIGURATION = ("name", "connector", "scheduler_settings", "enabled", "poll_interval", "gather_delay")
 
     name = models.CharField(max_length=100, unique=True)
     connector = models.CharField(
         max_length=200,
         default=NO_SCHEDULER,
-        help_text="The scheduler connector: slurm, kueue, bundles (a watched folder) or an allowed dotted path; "
-        "localfiles: no scheduler, attempts arrive as uploaded bundles",
+        help_text="The scheduler connector: slurm, kueue, folder (a watched folder of bundles) or an allowed dotted "
+        "path; uploads: no scheduler, attempts arrive as uploaded bundles",
     )
     scheduler_settings = models.JSONField(
         default=dict, blank=True, help_text="The scheduler's settings (docs/connectors.md); secrets by name only"
@@ -70,6 +70,7 @@ class Cluster(models.Model):
         return self.connector != self.NO_SCHEDULER
 
     def clean(self):
+        self.connector = connector_name(self.connector)
         check_cluster(self)
 
 
@@ -89,7 +90,7 @@ class Source(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="sources")
     role = models.CharField(max_length=10, choices=Role.choices)
     name = models.CharField(max_length=100, help_text="Named in the diagnosis's sources")
-    kind = models.CharField(max_length=200, help_text="files, loki, prometheus or an allowed dotted path")
+    kind = models.CharField(max_length=200, help_text="logfiles, loki, prometheus or an allowed dotted path")
     settings = models.JSONField(default=dict, blank=True, help_text="The source's settings; secrets by name only")
     position = models.PositiveIntegerField(default=0)
 
@@ -107,6 +108,7 @@ class Source(models.Model):
         return f"{self.cluster}: {self.name}"
 
     def clean(self):
+        self.kind = connector_name(self.kind)
         check_source(self)
 
 
@@ -185,7 +187,7 @@ class Attempt(models.Model):
         constraints = [models.UniqueConstraint(fields=["job", "number"], name="diagnoses_attempt_unique")]
         indexes = [
             models.Index(fields=["cluster", "-end"], name="attempt_cluster_end"),
-            # the pages list attempts by (column, id): one index per sortable column (diagnoses.paging)
+            # the pages list attempts by (column, id): one index per sortable column (pages.paging)
             models.Index(fields=["-end", "-id"], name="attempt_end_id"),
             models.Index(fields=["state", "id"], name="attempt_state_id"),
             models.Index(fields=["user", "id"], name="attempt_user_id"),

@@ -1,18 +1,18 @@
-"""Reads: the querysets the API and pages list, the pages' summaries, and the bundle lines around a
-piece of evidence."""
+"""Reads of the store: the querysets the API lists, clusters with where their discovery stands, an attempt by
+its id or name, and an attempt's stored bundle (its context, the lines around a piece of evidence).
+Nothing here gathers or writes. (The pages' own reads are ``pages.selectors``.)"""
 
 from datetime import datetime
 from itertools import islice
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Prefetch, Q, QuerySet
 
-from diagnoses import bundles, paging
+from diagnoses import bundle_store
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
-from diagnoses.timeline import Event
+from engine.bundle import load_bundle
+from engine.context import AttemptContext
 
 EXCERPT_LINE_CAP = 2000  # characters shown of one line
-TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
 
 
 def cluster_list() -> QuerySet[Cluster]:
@@ -129,6 +129,18 @@ def attempt_find(key: str) -> Attempt | None:
     return Attempt.objects.filter(cluster__name=cluster, job__job_id=job_id, number=int(number or 0)).first()
 
 
+class NotGathered(Exception):
+    """The attempt was found by polling and its bundle is not written yet (its analysis gathers it)."""
+
+
+def attempt_context(attempt: Attempt) -> AttemptContext:
+    """The attempt's stored bundle, read: what its analysis, a backtest or a trial run the engine on. It is
+    never gathered here: raises ``NotGathered`` (found by polling, not gathered yet) or ``BundleError``."""
+    if attempt.discovery is not None and attempt.gathered is None:
+        raise NotGathered(f"{attempt} is not gathered yet: its analysis gathers it from the cluster's sources")
+    return load_bundle(bundle_store.path_of(attempt.bundle))
+
+
 def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict]:
     """The lines ``context`` before and after ``ref`` (``logs/node02/syslog.log:4182``) in the attempt's bundle.
 
@@ -138,7 +150,7 @@ def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict
     if not number.isdigit() or not path:
         return []
     line = int(number)
-    bundle = bundles.path_of(attempt.bundle).resolve()
+    bundle = bundle_store.path_of(attempt.bundle).resolve()
     file = (bundle / path).resolve()
     if not file.is_relative_to(bundle) or not file.is_file():
         return []
@@ -149,141 +161,3 @@ def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict
             {"line": first + offset, "text": raw.rstrip(b"\r\n").decode("utf-8", "replace")[:EXCERPT_LINE_CAP]}
             for offset, raw in enumerate(lines)
         ]
-
-
-# Pages -------------------------------------------------------------------------------------------
-
-
-def attempt_table() -> QuerySet[Attempt]:
-    """Attempts as the HTML lists show them: one row each, root-cause nodes prefetched, no documents."""
-    return (
-        Attempt.objects.select_related("cluster", "job", "current_diagnosis")
-        .defer("record", "reason", "analysis_error", "current_diagnosis__document_json")
-        .prefetch_related(Prefetch("current_diagnosis__root_cause_nodes", queryset=Node.objects.only("name")))
-    )
-
-
-def triage_queue() -> QuerySet[Attempt]:
-    """Ambiguous and unattributed attempts whose current diagnosis nobody has reviewed yet."""
-    reviewed = Review.objects.filter(diagnosis=OuterRef("current_diagnosis"))
-    return attempt_table().filter(current_diagnosis__outcome__in=TRIAGE_OUTCOMES).filter(~Exists(reviewed))
-
-
-def reviews_recent() -> QuerySet[Review]:
-    return Review.objects.select_related("reviewer", "diagnosis__attempt__cluster", "diagnosis__attempt__job").defer(
-        "diagnosis__document_json", "diagnosis__attempt__record"
-    )
-
-
-def attempt_page(pk: int) -> Attempt | None:
-    """The attempt with what its page shows at once (its current diagnosis and rule-set revision)."""
-    return (
-        Attempt.objects.select_related("cluster", "job", "current_diagnosis__revision__ruleset")
-        .defer("current_diagnosis__revision__text")
-        .filter(pk=pk)
-        .first()
-    )
-
-
-def attempt_node_names(attempt: Attempt) -> list[str]:
-    return sorted(attempt.nodes.values_list("name", flat=True))
-
-
-def evidence_trail(diagnosis: Diagnosis) -> list[Evidence]:
-    return list(Evidence.objects.filter(diagnosis=diagnosis).select_related("node").order_by("position"))
-
-
-def timeline_events(diagnosis: Diagnosis) -> list[Event]:
-    fields = ("node__name", "time", "role", "rule", "text", "ref", "count", "kind")
-    return [Event(*row) for row in NodeEvent.objects.filter(diagnosis=diagnosis).values_list(*fields)]
-
-
-def evidence_of_attempt(*, attempt_id: int, evidence_id: int) -> Evidence | None:
-    """A piece of evidence of one of the attempt's diagnoses."""
-    return (
-        Evidence.objects.select_related("diagnosis__attempt")
-        .filter(pk=evidence_id, diagnosis__attempt_id=attempt_id)
-        .first()
-    )
-
-
-def attempt_reviews(attempt: Attempt) -> list[Review]:
-    """Every review of the attempt's diagnoses (any rule-set revision), newest first."""
-    return list(
-        Review.objects.filter(diagnosis__attempt=attempt)
-        .select_related("reviewer", "diagnosis__revision__ruleset")
-        .defer("diagnosis__document_json", "diagnosis__revision__text")
-    )
-
-
-def node_find(*, cluster: str, name: str) -> Node | None:
-    return Node.objects.select_related("cluster").filter(cluster__name=cluster, name=name).first()
-
-
-def node_root_causes(node: Node, *, since: datetime | None = None) -> list[dict]:
-    """How often the node was the root cause (current diagnoses), by domain and subdomain, most first."""
-    diagnoses = Diagnosis.objects.filter(root_cause_nodes=node, attempt__current_diagnosis=F("pk"))
-    if since is not None:
-        diagnoses = diagnoses.filter(attempt__end__gte=since)
-    return list(diagnoses.values("domain", "subdomain").annotate(count=Count("pk")).order_by("-count", "subdomain"))
-
-
-def node_attempts(node: Node) -> QuerySet[Attempt]:
-    """The attempts that ran on the node, newest first."""
-    ran = Attempt.nodes.through.objects.filter(node=node).values("attempt_id")
-    return attempt_table().filter(pk__in=ran)
-
-
-def node_events_recent(node: Node, *, limit: int = 30) -> list[NodeEvent]:
-    """The node's latest events in its attempts' current diagnoses."""
-    return list(
-        NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
-        .select_related("diagnosis__attempt__job")
-        .only("time", "role", "rule", "text", "ref", "count", "diagnosis__attempt__number",
-              "diagnosis__attempt__job__job_id")
-        .order_by("-time", "-pk")[:limit]
-    )  # fmt: skip
-
-
-# Overview ----------------------------------------------------------------------------------------
-
-
-def failures_by_day(*, since: datetime) -> list[dict]:
-    """Attempts that ended since ``since``, counted by day and by the outcome, domain and subdomain of
-    their current diagnosis (None when they have none): one pass for every panel of the overview."""
-    return list(
-        Attempt.objects.filter(end__gte=since)
-        .annotate(day=TruncDate("end"))
-        .values(
-            "day",
-            outcome=F("current_diagnosis__outcome"),
-            domain=F("current_diagnosis__domain"),
-            subdomain=F("current_diagnosis__subdomain"),
-        )
-        .annotate(count=Count("pk"))
-        .order_by()
-    )
-
-
-def top_fault_nodes(*, since: datetime, limit: int = 8) -> list[dict]:
-    """The nodes most often at the root cause of attempts that ended since ``since``."""
-    current = Attempt.objects.filter(end__gte=since).values("current_diagnosis")
-    links = Diagnosis.root_cause_nodes.through.objects.filter(diagnosis__in=current)
-    return list(
-        links.values(name=F("node__name"), cluster=F("node__cluster__name"))
-        .annotate(count=Count("pk"))
-        .order_by("-count", "name")[:limit]
-    )
-
-
-def backlog_size() -> int:
-    """The triage queue's length, counted up to ``paging.COUNT_CAP + 1``."""
-    return paging.count_bounded(triage_queue())
-
-
-def review_verdicts(*, since: datetime) -> dict[str, int]:
-    """Reviews given since ``since``, by verdict (every verdict present, zero when none)."""
-    counts = dict(
-        Review.objects.filter(created__gte=since).values_list("verdict").annotate(count=Count("pk")).order_by()
-    )
-    return {verdict: counts.get(verdict, 0) for verdict in Review.Verdict.values}

@@ -9,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 
 from connectors.base import ConnectorError
-from diagnoses import services
+from diagnoses.services import analysis, discovery
 
 BACKOFF_SECONDS = 10
 BACKOFF_MAX_SECONDS = 600
@@ -19,7 +19,7 @@ BACKOFF_MAX_SECONDS = 600
 def analyse_attempt(self, attempt_id: int) -> None:
     final = self.request.retries >= settings.FAULTLINE_GATHER_RETRIES
     try:
-        services.attempt_analyse(attempt_id=attempt_id, final=final)
+        analysis.attempt_analyse(attempt_id=attempt_id, final=final)
     except ConnectorError as exc:  # transient: retry with exponential backoff
         countdown = min(BACKOFF_MAX_SECONDS, BACKOFF_SECONDS * 2**self.request.retries)
         raise self.retry(exc=exc, countdown=countdown) from exc
@@ -27,15 +27,15 @@ def analyse_attempt(self, attempt_id: int) -> None:
 
 @shared_task
 def reap_stuck_attempts() -> list[int]:
-    return services.attempts_reap_stuck()
+    return analysis.attempts_reap_stuck()
 
 
 @shared_task
 def poll_clusters() -> list[int]:
     """Celery beat's tick: queue a poll of each enabled cluster that is due."""
-    return services.clusters_poll_due()
+    return discovery.clusters_poll_due()
 
 
 @shared_task
 def poll_cluster(cluster_id: int) -> int | None:
-    return services.cluster_poll(cluster_id=cluster_id)
+    return discovery.cluster_poll(cluster_id=cluster_id)

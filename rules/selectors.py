@@ -6,10 +6,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
 
 from engine import Engine
-from rules.engines import ENGINE_CACHE, engine_for
+from rules.engine_cache import ENGINE_CACHE, engine_for
 from rules.models import Activation, RuleSet, RuleSetRevision
 from rules.revisions import compile_revision, pack_text
 
@@ -55,12 +55,26 @@ def _database_ready() -> bool:
         return False
 
 
+def ruleset_get(name: str) -> RuleSet | None:
+    return RuleSet.objects.filter(name=name).first()
+
+
 def ruleset_list() -> QuerySet[RuleSet]:
     """Rule sets with their number of revisions and active revision number."""
     active = RuleSetRevision.objects.filter(ruleset=OuterRef("pk"), active=True)
     return RuleSet.objects.annotate(
         revision_count=Count("revisions"), active_number=Subquery(active.values("number")[:1])
     )
+
+
+def rulesets_with_active_revision() -> QuerySet[RuleSet]:
+    """Rule sets, each with its active revision (a list of none or one) as ``active_revisions``."""
+    active = RuleSetRevision.objects.filter(active=True).only("pk", "ruleset_id")
+    return RuleSet.objects.prefetch_related(Prefetch("revisions", queryset=active, to_attr="active_revisions"))
+
+
+def revisions_all() -> QuerySet[RuleSetRevision]:
+    return RuleSetRevision.objects.select_related("ruleset", "author")
 
 
 def revision_list(ruleset: RuleSet) -> QuerySet[RuleSetRevision]:

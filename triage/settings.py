@@ -33,6 +33,9 @@ INSTALLED_APPS = [
     "template_partials",
     "rules",
     "diagnoses",
+    "api",
+    "pages",
+    "workbench",
 ]
 
 MIDDLEWARE = [
@@ -141,18 +144,18 @@ FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
 FAULTLINE_REPEAT_OFFENDER_COUNT = env_int("FAULTLINE_REPEAT_OFFENDER_COUNT", 3)
 FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
 
-# The API: token or session authentication everywhere, one error format (triage/api.py).
+# The API: token or session authentication everywhere, one error format (api/conventions.py).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "triage.api.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "api.conventions.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "triage.api.exception_handler",
+    "EXCEPTION_HANDLER": "api.conventions.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Faultline API",
@@ -169,10 +172,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"OutcomeEnum": "diagnoses.models.Diagnosis.Outcome"},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "triage.api.document_errors"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.conventions.document_errors"],
 }
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "diagnoses:overview"
+LOGIN_REDIRECT_URL = "pages:overview"
 
 LOGGING = {
     "version": 1,

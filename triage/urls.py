@@ -3,16 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from diagnoses import cluster_views
-
 urlpatterns = [
-    path("", include("diagnoses.urls")),
+    path("", include("pages.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("rules/", include("rules.urls")),
-    path("clusters/", cluster_views.cluster_status, name="cluster-status"),
-    path("api/v1/", include("diagnoses.api.urls")),
+    path("rules/", include("workbench.urls")),
+    path("api/v1/", include("api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

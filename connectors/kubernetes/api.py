@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from connectors.base import ConnectorError
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
 
 
 class NotFound(ConnectorError):

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from connectors.base import ConnectorError, DiscoveredAttempt, rfc3339
+from connectors.base import ConnectorError, DiscoveredAttempt, record_time
 from connectors.kubernetes.api import KubernetesApi, NotFound
-from connectors.localfiles import parse_time
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
+from engine.bundle import rfc3339
 from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, SourceReport
 
 GROUP, VERSION, PLURAL = "kueue.x-k8s.io", "v1beta1", "workloads"
@@ -59,9 +59,9 @@ class KueueScheduler:
     # -- discovery --
 
     def discover(self, cursor: str | None) -> tuple[list[DiscoveredAttempt], str | None]:
-        since = parse_time(cursor, "kueue cursor") - self.overlap if cursor else datetime.now(UTC) - self.lookback
+        since = record_time(cursor, "kueue cursor") - self.overlap if cursor else datetime.now(UTC) - self.lookback
         self.skipped = []
-        found, latest = [], parse_time(cursor, "kueue cursor") if cursor else None
+        found, latest = [], record_time(cursor, "kueue cursor") if cursor else None
         for workload in self.workloads():
             ending = _ending(workload)
             if ending is None:
@@ -70,7 +70,7 @@ class KueueScheduler:
             meta = workload.get("metadata") or {}
             where = f"workload {meta.get('namespace')}/{meta.get('name')}"
             try:
-                end = parse_time(condition.get("lastTransitionTime"), f"{where}: {condition.get('type')}")
+                end = record_time(condition.get("lastTransitionTime"), f"{where}: {condition.get('type')}")
             except ConnectorError as exc:
                 self.skipped.append(str(exc))
                 continue
@@ -107,7 +107,7 @@ class KueueScheduler:
         if not nodes:
             raise ConnectorError(f"no pod of {owner.get('kind')} {owner.get('name')} ran on a node; "
                                  "nodes unknown", permanent=True)  # fmt: skip
-        starts = [parse_time(p["start"], f"{where}: pod {p['name']} startTime") for p in pods if p["start"]]
+        starts = [record_time(p["start"], f"{where}: pod {p['name']} startTime") for p in pods if p["start"]]
         start = min([*starts, end])
         reason = condition.get("reason") or ""
         if condition.get("message"):
@@ -269,7 +269,7 @@ def _flatten_event(item: dict, pod_nodes: dict) -> dict:
 def _event(flat: dict, ref: str) -> SchedulerEvent:
     time = flat.get("time")
     try:
-        moment = parse_time(time, ref) if time else None
+        moment = record_time(time, ref) if time else None
     except ConnectorError:
         moment = None
     return SchedulerEvent(time=moment, node=flat.get("node"), source=flat.get("source") or "kubernetes",

@@ -30,7 +30,7 @@ from string import Template
 
 from connectors.base import ConnectorError
 from connectors.http_client import HttpClient
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
 from engine.context import LogStream, SourceReport, stream_kind
 
 

@@ -24,8 +24,8 @@ from string import Template
 
 from connectors.base import ConnectorError
 from connectors.http_client import HttpClient
-from connectors.prometheus_format import NODE_LABELS, series_of_document
-from connectors.settings import Settings
+from connectors.settings_reader import Settings
+from engine.bundle.query_range import NODE_LABELS, series_of_document
 from engine.context import MetricSeries, SourceReport
 
 DEFAULT_QUERIES = {

@@ -28,10 +28,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from connectors.base import ConnectorError, DiscoveredAttempt, rfc3339
-from connectors.localfiles import parse_time
-from connectors.settings import Settings
+from connectors.base import ConnectorError, DiscoveredAttempt, record_time
+from connectors.settings_reader import Settings
 from connectors.slurm.records import SACCT_FIELDS, SacctRecord, parse_sacct, parse_scontrol_job
+from engine.bundle import rfc3339
 from engine.context import Attempt, AttemptContext, LogStream, SourceReport
 
 FAILURE_STATES = ("FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
@@ -65,7 +65,7 @@ class SlurmScheduler:
 
     def discover(self, cursor: str | None) -> tuple[list[DiscoveredAttempt], str | None]:
         now = datetime.now(UTC).replace(microsecond=0)
-        since = (parse_time(cursor, "slurm cursor") - self.overlap) if cursor else now - self.lookback
+        since = (record_time(cursor, "slurm cursor") - self.overlap) if cursor else now - self.lookback
         output = self.run(
             ["sacct", "-a", "-P", "-n", "-X", "-D", "-S", _slurm_time(since), "-E", _slurm_time(now),
              "-o", ",".join(SACCT_FIELDS)]
@@ -96,7 +96,7 @@ class SlurmScheduler:
         if latest is None:
             new_cursor = cursor or rfc3339(since)
         else:
-            new_cursor = rfc3339(max(latest, parse_time(cursor, "slurm cursor")) if cursor else latest)
+            new_cursor = rfc3339(max(latest, record_time(cursor, "slurm cursor")) if cursor else latest)
         return found, new_cursor
 
     def attempt_numbers(self, records: Sequence[SacctRecord]) -> dict[tuple, int]:

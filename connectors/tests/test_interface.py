@@ -1,21 +1,29 @@
-"""The connector interface: registry, settings, the HTTP client's retries, gather, file logs, watched folder."""
+"""The connector interface: the registry of kinds, settings, the HTTP client's retries, gather."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from datetime import UTC, datetime
 
 import pytest
 
-from connectors.base import KINDS, ConnectorError, DiscoveredAttempt, LogSource, MetricSource, Scheduler, build
-from connectors.files import FileLogSource
+from connectors.base import (
+    ALIASES,
+    KINDS,
+    ConnectorError,
+    DiscoveredAttempt,
+    LogSource,
+    MetricSource,
+    Scheduler,
+    build,
+    canonical_kind,
+    connector_class,
+)
 from connectors.gather import gather
 from connectors.http_client import HttpClient
-from connectors.localfiles import BundleFolder, scan_folder
-from connectors.settings import SettingError, Settings
+from connectors.settings_reader import SettingError, Settings
 from connectors.tests.http_double import HttpDouble
 from engine.context import Attempt, AttemptContext, LogStream, SourceReport
 
@@ -40,8 +48,8 @@ ATTEMPT = Attempt(
 SETTINGS = {
     "slurm": {"cluster": "c"},
     "kueue": {"cluster": "c", "host": "http://127.0.0.1:1"},
-    "bundles": {"path": "/tmp"},
-    "files": {"paths": {"syslog": "/var/log/{node}/syslog"}},
+    "folder": {"path": "/tmp"},
+    "logfiles": {"paths": {"syslog": "/var/log/{node}/syslog"}},
     "loki": {"url": "http://127.0.0.1:1", "queries": {"syslog": '{host="$node"}'}},
     "prometheus": {"url": "http://127.0.0.1:1"},
 }
@@ -57,13 +65,19 @@ def test_every_registered_kind_builds_and_has_its_role(kind):
 
 def test_unknown_kinds_and_wrong_roles_are_permanent_errors():
     with pytest.raises(ConnectorError, match="unknown connector kind 'lsf'"):
-        build("lsf", "x", {})
+        build("lsf", "x", {}, role="scheduler")
     with pytest.raises(ConnectorError, match="cannot import"):
-        build("connectors.nothing.Here", "x", {})
+        build("connectors.nothing.Here", "x", {}, role="logs")
     with pytest.raises(ConnectorError, match="builtins.exec is not a class"):
-        build("builtins.exec", "print('never run')", {})
+        build("builtins.exec", "print('never run')", {}, role="logs")
     with pytest.raises(ConnectorError, match="is not a scheduler connector"):
-        build("files", "x", SETTINGS["files"], role="scheduler")
+        build("logfiles", "x", SETTINGS["logfiles"], role="scheduler")
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(ALIASES.items()))
+def test_the_old_names_of_kinds_build_the_same_connectors(old, new):
+    assert canonical_kind(old) == new
+    assert type(build(old, "x", SETTINGS[new], role=KINDS[new][0])) is connector_class(new)
 
 
 def test_a_discovered_attempt_round_trips_through_json():
@@ -245,88 +259,3 @@ def test_gather_survives_a_failing_scheduler():
     context = gather(DiscoveredAttempt(attempt=ATTEMPT), Scheduler_(fail=ConnectorError("gone", permanent=True)))
     assert context.attempt == ATTEMPT
     assert [(r.name, r.status, r.detail) for r in context.reports] == [("sched", "error", "gone (permanent)")]
-
-
-# -- file logs --
-
-
-def test_file_logs_per_node_and_central(tmp_path):
-    (tmp_path / "node01").mkdir()
-    (tmp_path / "node01" / "syslog").write_text("line\n")
-    (tmp_path / "central.log").write_text("many hosts\n")
-    source = FileLogSource(
-        "files",
-        {
-            "paths": {
-                "syslog": f"{tmp_path}/{{node}}/syslog",
-                "messages": f"{tmp_path}/central.log",
-                "kern": f"{tmp_path}/none.log",
-            }
-        },
-    )
-    streams, reports = source.fetch_logs(["node01", "node02"], START, END)
-    assert [(s.ref, s.node) for s in streams] == [("logs/messages.log", None), ("logs/node01/syslog.log", "node01")]
-    by_name = {r.name: (r.status, r.detail) for r in reports}
-    assert by_name["kern"][0] == "missing"
-    assert by_name["messages"][0] == "ok"
-    assert by_name["syslog"] == ("partial", f"files: 1 of 2 nodes; no file {tmp_path}/node02/syslog")
-
-
-# -- watched folder --
-
-
-def write_bundle(folder, name, *, attempt=True):
-    bundle = folder / name
-    (bundle / "logs").mkdir(parents=True)
-    (bundle / "logs" / "out.log").write_text("x\n")
-    if attempt:
-        document = {
-            "cluster": "c",
-            "scheduler": "static",
-            "job_id": name,
-            "nodes": ["n1"],
-            "start": "2026-11-02T10:00:00Z",
-            "end": "2026-11-02T11:00:00Z",
-            "state": "FAILED",
-        }
-        (bundle / "attempt.json").write_text(json.dumps(document))
-    return bundle
-
-
-def test_scan_folder_returns_new_settled_complete_bundles(tmp_path):
-    old, fresh = write_bundle(tmp_path, "old"), write_bundle(tmp_path, "fresh")
-    write_bundle(tmp_path, "incomplete", attempt=False)
-    write_bundle(tmp_path, ".copying")
-    (tmp_path / "note.txt").write_text("not a bundle")
-    now = time.time()
-    for path in [old, *old.rglob("*")]:
-        os.utime(path, (now - 120, now - 120))
-    assert scan_folder(tmp_path, set(), settle=30, now=now) == [old]
-    assert scan_folder(tmp_path, {"old"}, settle=30, now=now + 60) == [fresh]
-    with pytest.raises(ConnectorError, match="not a directory"):
-        scan_folder(tmp_path / "missing", set(), settle=30, now=now)
-
-
-def test_bundle_folder_discovers_each_bundle_once_and_skips_bad_ones(tmp_path):
-    write_bundle(tmp_path, "a")
-    bad = write_bundle(tmp_path, "b")
-    (bad / "attempt.json").write_text("{not json")
-    folder = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0})
-    found, cursor = folder.discover(None)
-    assert [d.attempt.job_id for d in found] == ["a"]
-    assert json.loads(cursor) == ["a", "b"]
-    assert len(folder.skipped) == 1
-    assert folder.skipped[0].startswith(f"{bad}:")
-    context = folder.attempt_context(found[0])
-    assert [s.ref for s in context.streams] == ["logs/out.log"]
-    assert folder.discover(cursor)[0] == []
-
-
-def test_a_bundle_folder_of_one_cluster_skips_bundles_naming_another(tmp_path):
-    write_bundle(tmp_path, "a")
-    folder = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "lab"})
-    found, _ = folder.discover(None)
-    assert found == []
-    assert folder.skipped == [f"{tmp_path / 'a'}: names cluster 'c'; this folder is 'lab''s"]
-    own = BundleFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "c"})
-    assert [d.attempt.job_id for d in own.discover(None)[0]] == ["a"]

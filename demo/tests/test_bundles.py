@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from connectors.localfiles import load_bundle
 from demo.bundles import KINDS, example, verdict
 from demo.sites import DGX_B200, GKE_A3_ULTRA
 from engine import to_json
+from engine.bundle import load_bundle, write_bundle
 
 SEEDS = (1, 2)  # with two seeds, a kind that runs on Slurm and Kueue is written for both
 START = datetime(2025, 3, 2, 8, 0, tzinfo=UTC)
@@ -117,3 +117,10 @@ def test_a_kind_refuses_a_culprit_outside_the_attempt_and_an_unknown_scheduler(t
         KINDS["k8s-oomkilled"].write(tmp_path / "b", scheduler="slurm", **arguments)
     with pytest.raises(ValueError, match="needs at least 2 nodes"):
         KINDS["two-hardware-faults"].write(tmp_path / "c", **{**arguments, "nodes": ("node01",)})
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_written_back_by_the_bundle_writer_gets_the_byte_identical_diagnosis(kind, tmp_path, engine):
+    original = load_bundle(example(kind, 3, tmp_path / "demo").path)
+    write_bundle(original, tmp_path / "rewritten")
+    assert to_json(engine.diagnose(load_bundle(tmp_path / "rewritten"))) == to_json(engine.diagnose(original))

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from connectors.localfiles import load_bundle
 from demo.bundles import verdict
 from demo.dataset import plan_demo_set, write_demo_attempts, write_demo_set
+from engine.bundle import load_bundle
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -1,8 +1,8 @@
-"""The roles (viewer, triager, rule editor, admin) as groups with their permissions (triage/roles.py)."""
+"""The roles (viewer, triager, rule editor, admin) as groups with their permissions (access/roles.py)."""
 
 from django.db import migrations
 
-from triage.roles import ROLE_PERMISSIONS, grant_role_permissions
+from access.roles import ROLE_PERMISSIONS, grant_role_permissions
 
 
 def create_roles(apps, schema_editor):

@@ -4,7 +4,7 @@ import django.core.validators
 import django.db.models.deletion
 from django.db import migrations, models
 
-from triage.roles import grant_role_permissions
+from access.roles import grant_role_permissions
 
 
 def grant_roles(apps, schema_editor):

@@ -11,19 +11,18 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
-from diagnoses import services
+from access.roles import ADMIN
 from diagnoses.models import Cluster, Source
-from diagnoses.tests.test_api import client_for, error
-from triage.roles import ADMIN, TRIAGER, VIEWER
+from diagnoses.services import clusters
 
 pytestmark = pytest.mark.django_db
 PROMETHEUS = {"role": "metrics", "name": "prom", "kind": "prometheus", "settings": {"url": "http://prom:9090"}}
-SYSLOG = {"role": "logs", "name": "syslog", "kind": "files", "settings": {"paths": {"syslog": "/srv/{node}/syslog"}}}
+SYSLOG = {"role": "logs", "name": "syslog", "kind": "logfiles", "settings": {"paths": {"syslog": "/srv/{node}/syslog"}}}
 
 
 def configure(**fields) -> Cluster:
     values = {"name": "dgx-a", "connector": "slurm", "scheduler_settings": {}, "enabled": True, **fields}
-    return services.cluster_configure(**values)
+    return clusters.cluster_configure(**values)
 
 
 def problems(**fields) -> dict[str, list[str]]:
@@ -41,7 +40,7 @@ def test_a_cluster_is_configured_with_its_scheduler_and_sources():
         True,
     )
     assert [(s.role, s.name, s.kind, s.position) for s in cluster.sources.order_by("position")] == [
-        ("logs", "syslog", "files", 0),
+        ("logs", "syslog", "logfiles", 0),
         ("metrics", "prom", "prometheus", 1),
     ]
 
@@ -60,10 +59,10 @@ def test_a_cluster_is_configured_with_its_scheduler_and_sources():
          "leave out the setting 'cluster': the scheduler gets the cluster's name"),
         ({"scheduler_settings": ["not", "an", "object"]}, "scheduler_settings",
          "dgx-a: settings must be a JSON object"),
-        ({"connector": "lsf"}, "connector", "'lsf' is not a scheduler connector here (choose slurm, kueue, bundles)"),
-        ({"connector": "files"}, "connector", "'files' is not a scheduler connector here"),
+        ({"connector": "lsf"}, "connector", "'lsf' is not a scheduler connector here (choose slurm, kueue, folder)"),
+        ({"connector": "logfiles"}, "connector", "'logfiles' is not a scheduler connector here"),
         ({"connector": "builtins.exec"}, "connector", "'builtins.exec' is not a scheduler connector here"),
-        ({"connector": "localfiles", "enabled": True}, "enabled", "discovery needs a scheduler"),
+        ({"connector": "uploads", "enabled": True}, "enabled", "discovery needs a scheduler"),
         ({"poll_interval": 5}, "poll_interval", "Ensure this value is greater than or equal to 10."),
         ({"sources": [{**PROMETHEUS, "settings": {"url": "prom:9090"}}]}, "sources.0.settings",
          "prom: setting 'url' must start with http:// or https://"),
@@ -110,20 +109,48 @@ def test_a_secret_named_by_an_unset_environment_variable_is_refused(monkeypatch)
 
 
 def test_a_cluster_without_a_scheduler_takes_no_settings_or_sources():
-    assert "scheduler_settings" in problems(connector="localfiles", enabled=False, scheduler_settings={"a": 1})
-    assert problems(connector="localfiles", enabled=False, sources=[SYSLOG])["sources.0.__all__"][0].startswith(
+    assert "scheduler_settings" in problems(connector="uploads", enabled=False, scheduler_settings={"a": 1})
+    assert problems(connector="uploads", enabled=False, sources=[SYSLOG])["sources.0.__all__"][0].startswith(
         "a cluster without a scheduler gathers nothing"
     )
+
+
+def test_the_old_names_of_connectors_are_accepted_and_stored_under_the_new_ones():
+    cluster = configure(
+        connector="bundles", scheduler_settings={"path": "/srv/drop"}, sources=[{**SYSLOG, "kind": "files"}]
+    )
+    assert (cluster.connector, cluster.sources.get().kind) == ("folder", "logfiles")
+
+    uploads = configure(name="lab", connector="localfiles", enabled=False)
+    assert (uploads.connector, uploads.has_scheduler) == ("uploads", False)
+
+
+def test_the_migration_renames_stored_connectors_and_back(migrator_of):
+    old = migrator_of(("diagnoses", "0004_page_indexes"))
+    cluster = old.Cluster.objects.create(name="lab", connector="localfiles")
+    folder = old.Cluster.objects.create(name="drop", connector="bundles", scheduler_settings={"path": "/srv/drop"})
+    old.Source.objects.create(cluster_id=folder.pk, role="logs", name="syslog", kind="files", settings={})
+
+    new = migrator_of(("diagnoses", "0005_connector_names"))
+    assert dict(new.Cluster.objects.values_list("name", "connector")) == {"lab": "uploads", "drop": "folder"}
+    assert list(new.Source.objects.values_list("kind", flat=True)) == ["logfiles"]
+
+    back = migrator_of(("diagnoses", "0004_page_indexes"))
+    assert back.Cluster.objects.get(pk=cluster.pk).connector == "localfiles"
+    assert list(back.Source.objects.values_list("kind", flat=True)) == ["files"]
 
 
 def test_dotted_paths_are_allowed_only_when_the_deployment_lists_them(settings):
     assert "connector" in problems(connector="connectors.slurm.scheduler.SlurmScheduler")
 
-    settings.FAULTLINE_CONNECTOR_PATHS = ["connectors.slurm.scheduler.SlurmScheduler", "connectors.files.FileLogSource"]
+    settings.FAULTLINE_CONNECTOR_PATHS = [
+        "connectors.slurm.scheduler.SlurmScheduler",
+        "connectors.logfiles.LogFileSource",
+    ]
 
     assert configure(connector="connectors.slurm.scheduler.SlurmScheduler").pk
-    assert problems(name="x", connector="connectors.files.FileLogSource")["connector"] == [
-        "'connectors.files.FileLogSource' is not a scheduler connector (it lacks discover, attempt_context)"
+    assert problems(name="x", connector="connectors.logfiles.LogFileSource")["connector"] == [
+        "'connectors.logfiles.LogFileSource' is not a scheduler connector (it lacks discover, attempt_context)"
     ]
 
 
@@ -134,87 +161,21 @@ def test_changing_the_configuration_keeps_discovery_state_and_source_health_unle
     Source.objects.filter(cluster=cluster).update(failures=3, retry_after=later)
     cluster.refresh_from_db()
 
-    services.cluster_configure(cluster=cluster, poll_interval=60, sources=[PROMETHEUS, SYSLOG])
+    clusters.cluster_configure(cluster=cluster, poll_interval=60, sources=[PROMETHEUS, SYSLOG])
     cluster.refresh_from_db()
     assert (cluster.poll_interval, cluster.cursor, cluster.failures, cluster.next_poll) == (
         60, "2026-11-02T10:00:00Z", 2, later)  # fmt: skip
     assert list(cluster.sources.values_list("name", "position", "failures")) == [("syslog", 1, 3), ("prom", 0, 3)]
 
     fixed = {**PROMETHEUS, "settings": {"url": "http://prom2:9090"}}
-    services.cluster_configure(cluster=cluster, scheduler_settings={"command_timeout": 30}, sources=[fixed])
+    clusters.cluster_configure(cluster=cluster, scheduler_settings={"command_timeout": 30}, sources=[fixed])
     cluster.refresh_from_db()
     assert (cluster.cursor, cluster.failures, cluster.next_poll) == ("2026-11-02T10:00:00Z", 0, None)
     assert list(cluster.sources.values_list("name", "failures", "retry_after")) == [("prom", 0, None)]
 
-    services.cluster_configure(cluster=cluster, connector="bundles", scheduler_settings={"path": "/srv/drop"})
+    clusters.cluster_configure(cluster=cluster, connector="folder", scheduler_settings={"path": "/srv/drop"})
     cluster.refresh_from_db()
     assert cluster.cursor == ""  # another scheduler's cursor means nothing to this one
-
-
-# -- API --
-
-
-def test_admins_configure_clusters_through_the_api_and_everyone_signed_in_reads_them():
-    admin = client_for(ADMIN)
-    body = {"name": "dgx-a", "connector": "slurm", "scheduler_settings": {"command_prefix": ["ssh", "dgx-login"]},
-            "enabled": True, "poll_interval": 120, "sources": [SYSLOG, PROMETHEUS]}  # fmt: skip
-
-    created = admin.post("/api/v1/clusters", body, format="json")
-
-    assert created.status_code == 201, created.content
-    document = created.json()
-    assert {k: document[k] for k in body} == body
-    assert document["status"]["state"] == "new"
-    assert document["status"]["sources"][0] == {
-        "name": "syslog", "role": "logs", "kind": "files", "state": "unused", "failures": 0, "last_error": "",
-        "last_failure": None, "last_ok": None, "retry_after": None,
-    }  # fmt: skip
-    read = client_for(VIEWER).get(f"/api/v1/clusters/{document['id']}").json()
-    assert read["sources"] == body["sources"]
-
-    changed = admin.patch(f"/api/v1/clusters/{document['id']}", {"enabled": False}, format="json")
-    assert changed.status_code == 200
-    assert changed.json()["status"]["state"] == "disabled"
-    assert changed.json()["sources"] == body["sources"]  # left out of a PATCH: kept
-
-
-@pytest.mark.parametrize(
-    ("body", "field", "message"),
-    [
-        ({"scheduler_settings": {"path_map": ["/home"]}}, "scheduler_settings.path_map",
-         "dgx-a: setting 'path_map' must be an object mapping names to strings"),
-        ({"sources": [PROMETHEUS, {**SYSLOG, "settings": {"paths": {"syslog": 7}}}]}, "sources.1.settings.paths",
-         "syslog: setting 'paths' must be an object mapping names to strings"),
-        ({"sources": [{**PROMETHEUS, "settings": {"url": "http://p", "password": "pw"}}]},
-         "sources.0.settings.password", "prom: setting 'password' must not hold a secret: name an environment "
-         "variable (password_env) or a file (password_file) that holds it"),
-        ({"connector": "os.system"}, "connector", "'os.system' is not a scheduler connector here"),
-        ({"connector": "localfiles", "sources": [SYSLOG]}, "sources.0",
-         "a cluster without a scheduler gathers nothing"),
-    ],
-)  # fmt: skip
-def test_a_bad_configuration_is_an_api_error_naming_the_field_and_setting(body, field, message):
-    response = client_for(ADMIN).post(
-        "/api/v1/clusters", {"name": "dgx-a", "connector": "slurm", **body}, format="json"
-    )
-
-    assert response.status_code == 400
-    problem = error(response)
-    assert (problem["code"] in ("invalid", "invalid_setting"), problem["field"]) == (True, field)
-    assert problem["message"].startswith(message)
-    assert not Cluster.objects.exists()
-
-
-@pytest.mark.parametrize("role", [VIEWER, TRIAGER])
-def test_only_admins_change_clusters(role):
-    cluster = configure()
-    client = client_for(role)
-
-    assert client.post("/api/v1/clusters", {"name": "x", "connector": "slurm"}, format="json").status_code == 403
-    assert client.patch(f"/api/v1/clusters/{cluster.pk}", {"enabled": False}, format="json").status_code == 403
-    assert client.post(f"/api/v1/clusters/{cluster.pk}/poll").status_code == 403
-    assert client.delete(f"/api/v1/clusters/{cluster.pk}").status_code in (403, 405)
-    assert Cluster.objects.get().enabled
 
 
 # -- admin --
@@ -263,7 +224,8 @@ def test_the_admin_saves_the_configuration_only(admin_client):
         poll_interval="600",
         **{"sources-TOTAL_FORMS": "1", "sources-INITIAL_FORMS": "1", "sources-0-id": str(source.pk),
            "sources-0-cluster": str(cluster.pk), "sources-0-role": "logs", "sources-0-name": "syslog",
-           "sources-0-kind": "files", "sources-0-settings": json.dumps(SYSLOG["settings"]), "sources-0-position": "0"},
+           "sources-0-kind": "logfiles", "sources-0-settings": json.dumps(SYSLOG["settings"]),
+           "sources-0-position": "0"},
     )  # fmt: skip
 
     response = admin_client.post(f"/admin/diagnoses/cluster/{cluster.pk}/change/", form)
@@ -282,7 +244,7 @@ def test_the_cluster_command_adds_a_cluster_and_names_what_is_wrong(capsys):
     with pytest.raises(CommandError, match="settings must be a JSON object"):
         call_command("cluster", "add", "dgx-a", "slurm", "[]")
 
-    call_command(
+    call_command(  # "files" is the old name of "logfiles"
         "cluster", "add", "dgx-a", "slurm", '{"command_prefix": ["ssh", "dgx-login"]}', "--interval", "120",
         "--logs", "syslog", "files", json.dumps(SYSLOG["settings"]),
         "--metrics", "prom", "prometheus", json.dumps(PROMETHEUS["settings"]),
@@ -292,12 +254,12 @@ def test_the_cluster_command_adds_a_cluster_and_names_what_is_wrong(capsys):
     cluster = Cluster.objects.get()
     assert (cluster.poll_interval, cluster.scheduler_settings) == (120, {"command_prefix": ["ssh", "dgx-login"]})
     assert list(cluster.sources.values_list("role", "name", "kind")) == [
-        ("logs", "syslog", "files"),
+        ("logs", "syslog", "logfiles"),
         ("metrics", "prom", "prometheus"),
     ]
     call_command("cluster", "list")
     assert capsys.readouterr().out.splitlines() == [
         "dgx-a\tslurm\tnew\tlast success never\tfound 0\tqueued 0\tfailed 0",
-        "  logs syslog (files): unused",
+        "  logs syslog (logfiles): unused",
         "  metrics prom (prometheus): unused",
     ]

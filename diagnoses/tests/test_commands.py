@@ -6,8 +6,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from diagnoses.models import Attempt, Diagnosis
-from diagnoses.tests.bundles import START
-from engine.tests.bundles import diagnose_command
 
 pytestmark = pytest.mark.django_db(transaction=True)  # commands commit, and analysis runs on commit
 
@@ -52,7 +50,7 @@ def test_ingest_without_analysis_and_a_missing_path(make_bundle, tmp_path):
         run("ingest", str(tmp_path / "nowhere"))
 
 
-def test_an_exported_bundle_diagnoses_to_the_stored_diagnosis_byte_for_byte(make_bundle, tmp_path):
+def test_an_exported_bundle_diagnoses_to_the_stored_diagnosis_byte_for_byte(make_bundle, tmp_path, diagnose_command):
     run("ingest", str(make_bundle(slow_lines=5)))
     attempt = Attempt.objects.get()
     out = tmp_path / "exported"
@@ -75,7 +73,7 @@ def test_export_refuses_an_unknown_attempt_or_an_existing_folder(make_bundle, tm
 
 def test_reanalyse_selects_by_cluster_and_date(make_bundle):
     run("ingest", "--no-analyse", str(make_bundle(job_id="1")))
-    run("ingest", "--no-analyse", str(make_bundle(job_id="2", start=START.replace(day=5))))
+    run("ingest", "--no-analyse", str(make_bundle(job_id="2", start=make_bundle.start.replace(day=5))))
     run("ingest", "--no-analyse", str(make_bundle(job_id="3", cluster="dgx-b")))
 
     assert run("reanalyse", "--since", "2026-11-04").strip() == "1 attempt(s) queued for analysis"

@@ -2,24 +2,16 @@
 a failing scheduler; gathered attempts become stored bundles; the Clusters page and API show the status."""
 
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 from django.utils import timezone
 
-from connectors.tests.test_prometheus_server import END as PROMETHEUS_END
-from connectors.tests.test_prometheus_server import START as PROMETHEUS_START
-from diagnoses import services
+from access.roles import VIEWER
 from diagnoses.models import Attempt, Cluster, Diagnosis
+from diagnoses.services import attempts, discovery
 from diagnoses.tasks import analyse_attempt, poll_cluster, poll_clusters
-from diagnoses.tests.bundles import write_bundle
-from diagnoses.tests.discovery import exported_diagnosis, folder_cluster
-from diagnoses.tests.test_api import client_for
-from triage.roles import ADMIN, VIEWER
 
 pytestmark = pytest.mark.django_db
 
@@ -40,10 +32,12 @@ def polled(django_capture_on_commit_callbacks):
     return poll
 
 
-def test_a_poll_stores_each_new_attempt_once_and_it_is_gathered_and_diagnosed(drop, polled, bundle_root):
+def test_a_poll_stores_each_new_attempt_once_and_it_is_gathered_and_diagnosed(
+    drop, polled, bundle_root, make_bundle, folder_cluster
+):
     cluster = folder_cluster(drop)
-    write_bundle(drop, job_id="1")
-    write_bundle(drop, job_id="2", faulty=None)
+    make_bundle(root=drop, job_id="1")
+    make_bundle(root=drop, job_id="2", faulty=None)
 
     assert polled(cluster) == 2
 
@@ -64,15 +58,15 @@ def test_a_poll_stores_each_new_attempt_once_and_it_is_gathered_and_diagnosed(dr
     assert sorted(json.loads(cluster.cursor)) == sorted(p.name for p in drop.iterdir())
 
     assert polled(cluster) == 0
-    write_bundle(drop, job_id="1", attempt=1)  # the job requeued: a new attempt
+    make_bundle(root=drop, job_id="1", attempt=1)  # the job requeued: a new attempt
     assert polled(cluster) == 1
     assert Attempt.objects.count() == 3
     assert Diagnosis.objects.count() == 3
 
 
-def test_a_lost_cursor_finds_the_same_attempts_and_stores_none_twice(drop, polled):
+def test_a_lost_cursor_finds_the_same_attempts_and_stores_none_twice(drop, polled, make_bundle, folder_cluster):
     cluster = folder_cluster(drop)
-    write_bundle(drop, job_id="1")
+    make_bundle(root=drop, job_id="1")
     polled(cluster)
     Cluster.objects.filter(pk=cluster.pk).update(cursor="")
 
@@ -80,39 +74,41 @@ def test_a_lost_cursor_finds_the_same_attempts_and_stores_none_twice(drop, polle
     assert Attempt.objects.count() == 1
 
 
-def test_the_stored_bundle_is_the_source_of_truth(drop, polled, tmp_path):
+def test_the_stored_bundle_is_the_source_of_truth(
+    drop, polled, tmp_path, make_bundle, folder_cluster, exported_diagnosis, api_client_for
+):
     cluster = folder_cluster(drop)
-    original = write_bundle(drop)
+    original = make_bundle(root=drop)
     polled(cluster)
     attempt = Attempt.objects.get()
     for file in sorted(original.rglob("*"), reverse=True):  # the folder is emptied: nothing is read from it again
         file.unlink() if file.is_file() else file.rmdir()
 
-    services.attempt_reanalyse(attempt=attempt)
+    attempts.attempt_reanalyse(attempt=attempt)
     analyse_attempt.apply(args=[attempt.pk])
     attempt.refresh_from_db()
 
     assert attempt.analysis_state == "analysed"
     evidence = attempt.current_diagnosis.evidence.get(role="root_cause")
-    lines = client_for(VIEWER).get(f"/api/v1/evidence/{evidence.pk}/excerpt", {"context": 0}).json()
+    lines = api_client_for(VIEWER).get(f"/api/v1/evidence/{evidence.pk}/excerpt", {"context": 0}).json()
     assert lines == [{"line": 3, "text": evidence.text}]
     assert exported_diagnosis(attempt, tmp_path / "out") == attempt.current_diagnosis.document_json
 
 
-def test_an_attempt_uploaded_first_is_not_stored_again(drop, polled, make_bundle):
-    uploaded = services.attempt_ingest_directory(path=make_bundle(), analyse=False)
+def test_an_attempt_uploaded_first_is_not_stored_again(drop, polled, make_bundle, folder_cluster):
+    uploaded = attempts.attempt_ingest_directory(path=make_bundle(), analyse=False)
     cluster = folder_cluster(drop)
-    write_bundle(drop)
+    make_bundle(root=drop)
 
     assert polled(cluster) == 0
     assert list(Attempt.objects.all()) == [uploaded]
     assert Attempt.objects.get().discovery is None
 
 
-def test_records_discovery_cannot_use_are_listed_not_stored(drop, polled):
+def test_records_discovery_cannot_use_are_listed_not_stored(drop, polled, make_bundle, folder_cluster):
     cluster = folder_cluster(drop)
-    other = write_bundle(drop, cluster="elsewhere", job_id="7")
-    broken = write_bundle(drop, job_id="8")
+    other = make_bundle(root=drop, cluster="elsewhere", job_id="7")
+    broken = make_bundle(root=drop, job_id="8")
     (broken / "attempt.json").write_text("{")
 
     assert polled(cluster) == 0
@@ -127,7 +123,9 @@ def test_records_discovery_cannot_use_are_listed_not_stored(drop, polled):
     assert not Attempt.objects.exists()
 
 
-def test_a_failing_scheduler_backs_off_exponentially_up_to_the_cap_then_recovers(drop, polled, settings):
+def test_a_failing_scheduler_backs_off_exponentially_up_to_the_cap_then_recovers(
+    drop, polled, settings, folder_cluster
+):
     settings.FAULTLINE_BACKOFF_MAX = 300
     cluster = folder_cluster(drop / "not-yet", poll_interval=60)
     (drop / "not-yet").rmdir()
@@ -149,7 +147,7 @@ def test_a_failing_scheduler_backs_off_exponentially_up_to_the_cap_then_recovers
     assert cluster.next_poll == cluster.last_poll + timedelta(seconds=60)
 
 
-def test_each_beat_tick_queues_the_due_enabled_clusters_once(drop, django_capture_on_commit_callbacks):
+def test_each_beat_tick_queues_the_due_enabled_clusters_once(drop, django_capture_on_commit_callbacks, folder_cluster):
     due = folder_cluster(drop, name="due")
     later = folder_cluster(drop, name="later")
     Cluster.objects.filter(pk=later.pk).update(next_poll=timezone.now() + timedelta(minutes=5))
@@ -165,9 +163,11 @@ def test_each_beat_tick_queues_the_due_enabled_clusters_once(drop, django_captur
     assert due.next_poll > timezone.now() + timedelta(seconds=55)
 
 
-def test_a_cluster_being_polled_is_not_polled_again_until_that_poll_is_lost(drop, polled, settings):
+def test_a_cluster_being_polled_is_not_polled_again_until_that_poll_is_lost(
+    drop, polled, settings, make_bundle, folder_cluster
+):
     cluster = folder_cluster(drop)
-    write_bundle(drop)
+    make_bundle(root=drop)
     Cluster.objects.filter(pk=cluster.pk).update(polling_since=timezone.now() - timedelta(seconds=10))
 
     assert polled(cluster) is None
@@ -179,17 +179,17 @@ def test_a_cluster_being_polled_is_not_polled_again_until_that_poll_is_lost(drop
 
 
 def test_gathering_waits_the_clusters_gather_delay_after_the_attempt_ended(
-    drop, monkeypatch, django_capture_on_commit_callbacks
+    drop, monkeypatch, django_capture_on_commit_callbacks, make_bundle, folder_cluster
 ):
     queued = []
     monkeypatch.setattr(analyse_attempt, "apply_async", lambda args, countdown: queued.append((args, countdown)))
     cluster = folder_cluster(drop, gather_delay=120)
     ended = datetime.now(UTC) - timedelta(minutes=30, seconds=20)  # write_bundle's attempts last 30 minutes
-    write_bundle(drop, job_id="recent", start=ended.replace(microsecond=0))
-    write_bundle(drop, job_id="old")
+    make_bundle(root=drop, job_id="recent", start=ended.replace(microsecond=0))
+    make_bundle(root=drop, job_id="old")
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.cluster_poll(cluster_id=cluster.pk)
+        discovery.cluster_poll(cluster_id=cluster.pk)
 
     countdowns = {Attempt.objects.get(pk=args[0]).job.job_id: countdown for args, countdown in queued}
     assert countdowns["old"] is None
@@ -199,95 +199,19 @@ def test_gathering_waits_the_clusters_gather_delay_after_the_attempt_ended(
 # -- the Clusters page and the API's status --
 
 
-@pytest.fixture
-def signed_in() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_user("watcher"))
-    return client
-
-
-def test_the_clusters_page_needs_a_login(client):
-    response = client.get("/clusters/")
-    assert response.status_code == 302
-    assert response["Location"].startswith("/accounts/login/")
-
-
-def test_the_clusters_page_shows_discovery_and_source_health(drop, polled, signed_in):
-    cluster = folder_cluster(drop, sources=[{"role": "logs", "name": "syslog", "kind": "files",
-                                             "settings": {"paths": {"syslog": "/nowhere/{node}"}}}])  # fmt: skip
-    write_bundle(drop)
-    polled(cluster)
-    broken = folder_cluster(drop / "gone", name="dgx-b")
-    (drop / "gone").rmdir()
-    polled(broken)
-    Cluster.objects.filter(pk=broken.pk).update(last_error="<script>alert(1)</script> sacct failed")
-    Cluster.objects.create(name="uploads-only")
-
-    page = signed_in.get("/clusters/").text
-
-    assert '<a href="/clusters/" aria-current="page">Clusters</a>' in page
-    rows = re.findall(r'<th scope="row">(.*?)</th>.*?<span class="badge state-(\w+)">', page, re.S)
-    assert rows == [("dgx-a", "ok"), ("dgx-b", "backing_off"), ("uploads-only", "uploads")]
-    assert "1 failed poll in a row" in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt; sacct failed" in page
-    assert "<script>alert(1)" not in page
-    assert "syslog</strong> <code>files</code>" in page
-
-
-def test_htmx_refreshes_the_table_alone(drop, signed_in):
-    folder_cluster(drop)
-
-    response = signed_in.get("/clusters/", HTTP_HX_REQUEST="true")
-
-    assert response.text.startswith('<div id="cluster-status"')
-    assert "<html" not in response.text
-    assert "HX-Request" in response["Vary"]
-
-
-def test_the_clusters_page_queries_do_not_grow_with_the_clusters(drop, signed_in, django_assert_max_num_queries):
-    source = {"role": "metrics", "name": "prom", "kind": "prometheus", "settings": {"url": "http://p"}}
-    folder_cluster(drop, sources=[source])
-    with django_assert_max_num_queries(6) as one:
-        signed_in.get("/clusters/")
-    for name in ("b", "c", "d"):
-        folder_cluster(drop, name=name, sources=[source])
-    with django_assert_max_num_queries(len(one.captured_queries)):
-        assert signed_in.get("/clusters/").text.count('scope="row"') == 4
-
-
-def test_the_api_shows_the_status_and_an_admin_polls_now(drop, django_capture_on_commit_callbacks):
-    cluster = folder_cluster(drop)
-    write_bundle(drop)
-
-    with django_capture_on_commit_callbacks(execute=True):
-        response = client_for(ADMIN).post(f"/api/v1/clusters/{cluster.pk}/poll")
-        assert response.status_code == 202
-
-    status = client_for(VIEWER).get(f"/api/v1/clusters/{cluster.pk}").json()["status"]
-    assert (status["state"], status["last_found"], status["failures"], status["pending"]) == ("ok", 1, 0, 0)
-    assert 0 <= status["lag_seconds"] < 60
-    uploads = Cluster.objects.create(name="uploads-only")
-    refused = client_for(ADMIN, "second-admin").post(f"/api/v1/clusters/{uploads.pk}/poll")
-    assert refused.status_code == 400
-    assert refused.json()["error"]["field"] == "connector"
-
-
 # -- Prometheus as a cluster's metric source --
 
 
 @pytest.mark.prometheus
 def test_a_discovered_attempt_is_diagnosed_from_prometheus_metrics(
-    drop,
-    polled,
-    tmp_path,
-    bundle_root,
-    prometheus_url,
+    drop, polled, tmp_path, bundle_root, prometheus_url, make_bundle, folder_cluster, exported_diagnosis
 ):
     cluster = folder_cluster(drop, sources=[{"role": "metrics", "name": "prom", "kind": "prometheus",
                                              "settings": {"url": prometheus_url}}])  # fmt: skip
-    bundle = write_bundle(drop, job_id="77", nodes=("node02",), faulty=None, start=PROMETHEUS_START)
+    start, end = datetime(2025, 6, 1, 10, 30, tzinfo=UTC), datetime(2025, 6, 1, 11, 30, tzinfo=UTC)  # the samples'
+    bundle = make_bundle(root=drop, job_id="77", nodes=("node02",), faulty=None, start=start)
     record = json.loads((bundle / "attempt.json").read_text())
-    (bundle / "attempt.json").write_text(json.dumps({**record, "end": PROMETHEUS_END.isoformat()}))
+    (bundle / "attempt.json").write_text(json.dumps({**record, "end": end.isoformat()}))
 
     polled(cluster)
 

@@ -12,9 +12,7 @@ import redis
 from django.db import connection
 
 from diagnoses.models import Attempt, Cluster
-from diagnoses.tests.bundles import write_bundle
-from diagnoses.tests.discovery import folder_cluster
-from diagnoses.tests.test_worker import database_url, start_worker, wait_for
+from diagnoses.tests.workers import database_url, start_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BROKER = os.environ.get("FAULTLINE_TEST_DISCOVERY_BROKER_URL", "redis://127.0.0.1:6379/9")
@@ -39,14 +37,16 @@ def worker(tmp_path, bundle_root):
     process.wait()
 
 
-def test_beat_polls_the_cluster_at_its_interval_and_the_worker_diagnoses_what_it_finds(tmp_path, worker):
+def test_beat_polls_the_cluster_at_its_interval_and_the_worker_diagnoses_what_it_finds(
+    tmp_path, worker, make_bundle, folder_cluster
+):
     drop = tmp_path / "drop"
     cluster = folder_cluster(drop, poll_interval=10)
-    write_bundle(drop, job_id="1")
+    make_bundle(root=drop, job_id="1")
 
     wait_for(lambda: Attempt.objects.filter(analysis_state="analysed").count() == 1, 60, "the first poll's attempt")
     first = Cluster.objects.get(pk=cluster.pk).last_success
-    write_bundle(drop, job_id="2")
+    make_bundle(root=drop, job_id="2")
 
     wait_for(lambda: Attempt.objects.filter(analysis_state="analysed").count() == 2, 60, "the next poll's attempt")
     cluster.refresh_from_db()

@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import IntegrityError
 
-from diagnoses import services
 from diagnoses.models import Attempt, Node, Review
+from diagnoses.services import attempts, reviews
 from diagnoses.tasks import analyse_attempt
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def attempt(make_bundle):
-    stored = services.attempt_ingest_directory(path=make_bundle(), analyse=False)
+    stored = attempts.attempt_ingest_directory(path=make_bundle(), analyse=False)
     analyse_attempt.apply(args=[stored.pk])
     stored.refresh_from_db()
     return stored
@@ -55,7 +55,7 @@ def test_only_a_correction_carries_a_corrected_outcome(attempt, fields):
 
 
 def test_a_correction_is_stored_with_its_nodes_sorted(attempt):
-    review = services.review_create(
+    review = reviews.review_create(
         diagnosis=attempt.current_diagnosis,
         reviewer=User.objects.create_user("erin"),
         verdict="corrected",

@@ -7,12 +7,12 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from connectors.base import ConnectorError
-from diagnoses import gather, services
-from diagnoses.models import Attempt, Diagnosis, Evidence, NodeEvent
+from diagnoses import bundle_store, selectors
+from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, NodeEvent
+from diagnoses.services import analysis, attempts, discovery, gathering
 from diagnoses.tasks import analyse_attempt, reap_stuck_attempts
 from rules.selectors import revision_engine
 from rules.services import active_revision
-from triage.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 
@@ -20,12 +20,21 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def retries_run_in_process(monkeypatch):
     """Eager retries are applied in-process; a propagated Retry would stop them."""
-    monkeypatch.setitem(celery_app.conf, "task_eager_propagates", False)
+    monkeypatch.setitem(analyse_attempt.app.conf, "task_eager_propagates", False)
 
 
 @pytest.fixture
 def attempt(make_bundle):
-    return services.attempt_ingest_directory(path=make_bundle(), analyse=False)
+    return attempts.attempt_ingest_directory(path=make_bundle(), analyse=False)
+
+
+@pytest.fixture
+def discovered(tmp_path, make_bundle, folder_cluster) -> Attempt:
+    """An attempt found in a watched folder, not gathered yet."""
+    make_bundle(root=tmp_path / "drop")
+    cluster = folder_cluster(tmp_path / "drop")
+    discovery.cluster_poll(cluster_id=cluster.pk)  # its analysis is queued on commit, never run here
+    return Attempt.objects.select_related("cluster").get()
 
 
 def test_analysis_records_the_diagnosis_its_evidence_and_node_events(attempt):
@@ -73,14 +82,14 @@ def test_analysing_twice_with_the_same_revision_keeps_one_diagnosis(attempt):
 
 def test_recording_a_diagnosis_twice_keeps_the_first(attempt):
     revision = active_revision()
-    analysis = revision_engine(revision).analyse(gather.gather(attempt))
-    first = services.diagnosis_record(attempt=attempt, revision=revision, analysis=analysis)
+    result = revision_engine(revision).analyse(selectors.attempt_context(attempt))
+    first = analysis.diagnosis_record(attempt=attempt, revision=revision, analysis=result)
 
-    again = services.diagnosis_record(attempt=attempt, revision=revision, analysis=analysis)
+    again = analysis.diagnosis_record(attempt=attempt, revision=revision, analysis=result)
 
     assert again == first
     assert Diagnosis.objects.count() == 1
-    assert Evidence.objects.count() == len(analysis.diagnosis["evidence"])
+    assert Evidence.objects.count() == len(result.diagnosis["evidence"])
 
 
 def test_the_database_refuses_a_second_diagnosis_for_the_same_revision(attempt):
@@ -93,20 +102,21 @@ def test_the_database_refuses_a_second_diagnosis_for_the_same_revision(attempt):
         )
 
 
-def test_a_permanent_connector_error_fails_the_attempt_with_the_reason(attempt):
-    attempt.cluster.connector = "nowhere"
-    attempt.cluster.save()
+def test_a_permanent_connector_error_fails_the_attempt_with_the_reason(discovered):
+    Cluster.objects.filter(pk=discovered.cluster_id).update(connector="nowhere")
 
-    analyse_attempt.apply(args=[attempt.pk])
+    analyse_attempt.apply(args=[discovered.pk])
 
-    attempt.refresh_from_db()
-    assert attempt.analysis_state == "failed"
-    assert attempt.analysis_error == "gathering the context failed: cluster dgx-a: unknown connector kind 'nowhere'"
-    assert not Diagnosis.objects.exists()
+    discovered.refresh_from_db()
+    assert discovered.analysis_state == "failed"
+    assert discovered.analysis_error == (
+        "gathering the context failed: 'nowhere' is not a scheduler connector here (choose slurm, kueue, folder)"
+    )
+    assert (discovered.gathered, Diagnosis.objects.exists()) == (None, False)
 
 
 def test_a_missing_bundle_fails_the_attempt_and_reanalysis_retries_it(attempt, django_capture_on_commit_callbacks):
-    stored = services.bundles.path_of(attempt.bundle)
+    stored = bundle_store.path_of(attempt.bundle)
     stored.rename(stored.with_name("moved"))
 
     analyse_attempt.apply(args=[attempt.pk])
@@ -117,7 +127,7 @@ def test_a_missing_bundle_fails_the_attempt_and_reanalysis_retries_it(attempt, d
 
     stored.with_name("moved").rename(stored)
     with django_capture_on_commit_callbacks(execute=True):
-        services.attempt_reanalyse(attempt=attempt)
+        attempts.attempt_reanalyse(attempt=attempt)
 
     attempt.refresh_from_db()
     assert (attempt.analysis_state, attempt.analysis_error) == ("analysed", "")
@@ -128,7 +138,7 @@ def test_an_engine_failure_fails_the_attempt_with_the_reason(attempt, monkeypatc
     def broken(revision):
         raise MemoryError("out of memory while scanning")
 
-    monkeypatch.setattr(services, "revision_engine", broken)
+    monkeypatch.setattr(analysis, "revision_engine", broken)
 
     analyse_attempt.apply(args=[attempt.pk])
 
@@ -138,44 +148,41 @@ def test_an_engine_failure_fails_the_attempt_with_the_reason(attempt, monkeypatc
 
 
 @pytest.mark.usefixtures("retries_run_in_process")
-def test_transient_connector_errors_are_retried_then_succeed(attempt, monkeypatch):
+def test_transient_connector_errors_are_retried_then_succeed(discovered, monkeypatch):
     calls = []
 
-    def flaky(target):
-        calls.append(target.pk)
+    def flaky(*, attempt):
+        calls.append(attempt.pk)
         if len(calls) < 3:
             raise ConnectorError("Loki answered 503")
-        return gather.gather_stored_bundle(target)
+        gather(attempt=attempt)
 
-    monkeypatch.setitem(gather.GATHERERS, "flaky", flaky)
-    attempt.cluster.connector = "flaky"
-    attempt.cluster.save()
+    gather = analysis.attempt_gather
+    monkeypatch.setattr(analysis, "attempt_gather", flaky)
 
-    analyse_attempt.apply(args=[attempt.pk])  # eager retries run at once, in-process
+    analyse_attempt.apply(args=[discovered.pk])  # eager retries run at once, in-process
 
-    attempt.refresh_from_db()
+    discovered.refresh_from_db()
     assert len(calls) == 3
-    assert attempt.analysis_state == "analysed"
+    assert discovered.analysis_state == "analysed"
 
 
 @pytest.mark.usefixtures("retries_run_in_process")
-def test_transient_errors_fail_the_attempt_after_the_last_retry(attempt, monkeypatch, settings):
+def test_transient_errors_fail_the_attempt_after_the_last_retry(discovered, monkeypatch, settings):
     settings.FAULTLINE_GATHER_RETRIES = 2
     calls = []
 
-    def down(target):
-        calls.append(target.pk)
+    def down(*, attempt):
+        calls.append(attempt.pk)
         raise ConnectorError("connection refused")
 
-    monkeypatch.setitem(gather.GATHERERS, "down", down)
-    attempt.cluster.connector = "down"
-    attempt.cluster.save()
+    monkeypatch.setattr(analysis, "attempt_gather", down)
 
-    analyse_attempt.apply(args=[attempt.pk])
+    analyse_attempt.apply(args=[discovered.pk])
 
-    attempt.refresh_from_db()
+    discovered.refresh_from_db()
     assert len(calls) == 3
-    assert (attempt.analysis_state, attempt.analysis_error) == (
+    assert (discovered.analysis_state, discovered.analysis_error) == (
         "failed",
         "gathering the context failed: connection refused",
     )
@@ -219,18 +226,45 @@ def test_the_reaper_fails_an_attempt_that_keeps_losing_its_worker(attempt, setti
     assert attempt.analysis_error == f"the analysis did not finish in {runs} runs (worker lost or killed)"
 
 
-def test_an_unexpected_gathering_error_fails_the_attempt_with_the_reason(attempt, monkeypatch):
-    def broken(target):
+def test_an_unexpected_gathering_error_fails_the_attempt_with_the_reason(discovered, monkeypatch):
+    def broken(*, attempt):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setitem(gather.GATHERERS, "broken", broken)
-    attempt.cluster.connector = "broken"
-    attempt.cluster.save()
+    monkeypatch.setattr(analysis, "attempt_gather", broken)
 
-    analyse_attempt.apply(args=[attempt.pk])
+    analyse_attempt.apply(args=[discovered.pk])
 
-    attempt.refresh_from_db()
-    assert (attempt.analysis_state, attempt.analysis_error) == (
+    discovered.refresh_from_db()
+    assert (discovered.analysis_state, discovered.analysis_error) == (
         "failed",
         "gathering the context failed: PermissionError: [Errno 13] Permission denied",
     )
+
+
+def test_an_attempt_whose_analysis_failed_is_gathered_again_into_a_new_bundle(
+    discovered, monkeypatch, django_capture_on_commit_callbacks
+):
+    def broken(revision):
+        raise MemoryError("out of memory while scanning")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(analysis, "revision_engine", broken)
+        analyse_attempt.apply(args=[discovered.pk])
+    discovered.refresh_from_db()
+    first = bundle_store.path_of(discovered.bundle)
+    assert (discovered.analysis_state, first.is_dir(), discovered.gathered is not None) == ("failed", True, True)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        gathering.attempt_gather_again(attempt=discovered)
+
+    discovered.refresh_from_db()
+    assert (discovered.analysis_state, discovered.current_diagnosis.subdomain) == ("analysed", "gpu.bus")
+    assert bundle_store.path_of(discovered.bundle).is_dir()
+    assert not first.exists()
+    with pytest.raises(gathering.GatherRefused, match="has a diagnosis"):
+        gathering.attempt_gather_again(attempt=discovered)
+
+
+def test_an_uploaded_attempt_has_nothing_to_gather_again(attempt):
+    with pytest.raises(gathering.GatherRefused, match="came as a bundle"):
+        gathering.attempt_gather_again(attempt=attempt)

@@ -3,21 +3,15 @@ Prometheus (scripts/prometheus.sh) as the cluster's metric source: real jobs, on
 errors and one cancelled, are discovered, gathered, diagnosed and stored exactly once."""
 
 import os
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from connectors.tests.test_slurm_cluster import FAIL_JOB, SLEEP_JOB, run, wait_for
-from diagnoses import services
+from access.roles import VIEWER
 from diagnoses.models import Attempt, Diagnosis
+from diagnoses.services import clusters
 from diagnoses.tasks import poll_cluster
-from diagnoses.tests.discovery import exported_diagnosis
-from diagnoses.tests.test_api import client_for
-from triage.roles import VIEWER
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.slurm,
     pytest.mark.prometheus,
@@ -27,23 +21,22 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def slurm_jobs(tmp_path_factory):
+def slurm_jobs(slurm, tmp_path_factory):
     """Two real jobs: one fails (exit 1 after NCCL errors), one is cancelled while it runs."""
-    subprocess.run([str(ROOT / "scripts" / "slurm.sh")], check=True, timeout=300)
     out = tmp_path_factory.mktemp("discovery-jobs")
     out.chmod(0o777)
-    (out / "fail.sh").write_text(FAIL_JOB)
-    (out / "sleep.sh").write_text(SLEEP_JOB)
+    (out / "fail.sh").write_text(slurm.FAIL_JOB)
+    (out / "sleep.sh").write_text(slurm.SLEEP_JOB)
 
     def sbatch(name: str, script: str, *options: str) -> str:
         command = ["sbatch", "--parsable", f"--job-name={name}", f"--output={out}/%x-%j.out", f"--chdir={out}"]
-        return run(*command, *options, str(out / script)).split(";")[0]
+        return slurm.run(*command, *options, str(out / script)).split(";")[0]
 
     failed = sbatch("discover-fail", "fail.sh", f"--error={out}/%x-%j.err")
     cancelled = sbatch("discover-cancel", "sleep.sh")
-    wait_for([cancelled], {"RUNNING"}, 60)
-    run("scancel", cancelled)
-    wait_for([failed, cancelled], {"FAILED", "CANCELLED"}, 120)
+    slurm.wait_for([cancelled], {"RUNNING"}, 60)
+    slurm.run("scancel", cancelled)
+    slurm.wait_for([failed, cancelled], {"FAILED", "CANCELLED"}, 120)
     return {"failed": failed, "cancelled": cancelled, "out": out}
 
 
@@ -53,15 +46,17 @@ def test_real_slurm_jobs_are_discovered_gathered_diagnosed_and_stored_once(
     django_capture_on_commit_callbacks,
     tmp_path,
     bundle_root,
+    exported_diagnosis,
+    api_client_for,
 ):
-    cluster = services.cluster_configure(
+    cluster = clusters.cluster_configure(
         name="slurm-lab",
         connector="slurm",
         scheduler_settings={"lookback_seconds": 900},
         enabled=True,
         gather_delay=0,
         sources=[
-            {"role": "logs", "name": "syslog", "kind": "files",
+            {"role": "logs", "name": "syslog", "kind": "logfiles",
              "settings": {"paths": {"syslog": f"{slurm_jobs['out']}/syslog/{{node}}.log"}}},
             {"role": "metrics", "name": "prometheus", "kind": "prometheus", "settings": {"url": prometheus_url}},
         ],
@@ -92,7 +87,7 @@ def test_real_slurm_jobs_are_discovered_gathered_diagnosed_and_stored_once(
     assert diagnosis.domain != "scheduler"
     stdout_evidence = diagnosis.evidence.filter(ref__startswith="logs/stdout.out:").first()
     assert stdout_evidence is not None
-    lines = client_for(VIEWER).get(f"/api/v1/evidence/{stdout_evidence.pk}/excerpt", {"context": 5}).json()
+    lines = api_client_for(VIEWER).get(f"/api/v1/evidence/{stdout_evidence.pk}/excerpt", {"context": 5}).json()
     assert any("RuntimeError: NCCL error" in line["text"] for line in lines)
     stored = bundle_root / failed.bundle
     assert "ncclSystemError" in (stored / "logs" / "stderr.err").read_text()

@@ -8,12 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from django.utils import timezone
 
-from connectors.tests.loki_double import LokiDouble
-from connectors.tests.test_kueue import kubernetes_api
-from diagnoses import services
 from diagnoses.models import Attempt, Cluster, Source
-from diagnoses.tests.bundles import START, write_bundle
-from diagnoses.tests.discovery import exported_diagnosis, folder_cluster
+from diagnoses.services import attempts, clusters, discovery
 
 pytestmark = pytest.mark.django_db
 NODES = ("node01", "node02", "node03", "node04")
@@ -25,19 +21,18 @@ def ns(moment: datetime) -> int:
 
 
 @pytest.fixture
-def loki():
-    """Kernel logs of the four nodes of ``write_bundle``'s attempts; node02's GPU falls off the bus."""
+def loki(make_bundle, loki_double):
+    """Kernel logs of the four nodes of ``make_bundle``'s attempts; node02's GPU falls off the bus."""
     streams = [
-        ({"host": n, "job": "kern"}, [(ns(START) + 10**9, f"Nov  2 10:00:01 {n} kernel: eth0 up")]) for n in NODES
+        ({"host": n, "job": "kern"}, [(ns(make_bundle.start) + 10**9, f"Nov  2 10:00:01 {n} kernel: eth0 up")])
+        for n in NODES
     ]
-    streams[1][1].append((ns(START) + 210 * 10**9, XID))
-    double = LokiDouble(streams)
-    yield double
-    double.close()
+    streams[1][1].append((ns(make_bundle.start) + 210 * 10**9, XID))
+    return loki_double(streams)
 
 
 @pytest.fixture
-def watched(tmp_path, loki, django_capture_on_commit_callbacks):
+def watched(tmp_path, loki, django_capture_on_commit_callbacks, make_bundle, folder_cluster):
     """A cluster watching a folder, with Loki as a log source; ``discover(job_id)`` drops a bundle into the
     folder, polls, and returns the attempt as stored and diagnosed."""
     drop = tmp_path / "drop"
@@ -46,9 +41,9 @@ def watched(tmp_path, loki, django_capture_on_commit_callbacks):
     configured = folder_cluster(drop, sources=[{"role": "logs", "name": "loki", "kind": "loki", "settings": settings}])
 
     def discover(job_id: str) -> Attempt:
-        write_bundle(drop, job_id=job_id)
+        make_bundle(root=drop, job_id=job_id)
         with django_capture_on_commit_callbacks(execute=True):
-            assert services.cluster_poll(cluster_id=configured.pk) == 1
+            assert discovery.cluster_poll(cluster_id=configured.pk) == 1
         return Attempt.objects.select_related("current_diagnosis").get(job__job_id=job_id)
 
     return discover
@@ -131,9 +126,10 @@ def test_a_source_that_is_down_is_a_visible_gap_then_backed_off_then_asked_again
     assert (source.failures, source.retry_after) == (0, None)
 
 
-def test_a_partial_page_is_reported_partial_and_the_source_is_not_down(watched, loki):
+def test_a_partial_page_is_reported_partial_and_the_source_is_not_down(watched, loki, make_bundle):
+    entry = [str(ns(make_bundle.start) + 10**9), "Nov  2 10:00:01 x y"]
     page = {"status": "success", "data": {"resultType": "streams", "result": [
-        {"stream": {"host": "node01", "job": "kern"}, "values": [[str(ns(START) + 10**9), "Nov  2 10:00:01 x y"]]}],
+        {"stream": {"host": "node01", "job": "kern"}, "values": [entry]}],
         "stats": {"summary": {"totalEntriesReturned": 4}}}}  # fmt: skip
     loki.faults = [(200, {}, page)]
 
@@ -145,18 +141,18 @@ def test_a_partial_page_is_reported_partial_and_the_source_is_not_down(watched, 
 
 
 def test_a_scheduler_that_cannot_give_the_attempt_is_a_gap_and_the_record_is_still_diagnosed(
-    tmp_path, django_capture_on_commit_callbacks
+    tmp_path, django_capture_on_commit_callbacks, make_bundle, folder_cluster
 ):
     drop = tmp_path / "drop"
     configured = folder_cluster(drop, gather_delay=3600)
-    bundle = write_bundle(drop, state="NODE_FAIL")
-    services.cluster_poll(cluster_id=configured.pk)  # queued, not gathered yet
+    bundle = make_bundle(root=drop, state="NODE_FAIL")
+    discovery.cluster_poll(cluster_id=configured.pk)  # queued, not gathered yet
     for file in sorted(bundle.rglob("*"), reverse=True):
         file.unlink() if file.is_file() else file.rmdir()
     bundle.rmdir()
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.attempt_reanalyse(attempt=Attempt.objects.get())
+        attempts.attempt_reanalyse(attempt=Attempt.objects.get())
 
     attempt = Attempt.objects.get()
     assert attempt.analysis_state == "analysed"
@@ -169,27 +165,20 @@ def test_a_scheduler_that_cannot_give_the_attempt_is_a_gap_and_the_record_is_sti
 
 
 @pytest.fixture
-def api():
-    double = kubernetes_api()
-    yield double
-    double.close()
-
-
-@pytest.fixture
-def kueue(api, django_capture_on_commit_callbacks):
+def kueue(kubernetes_api, django_capture_on_commit_callbacks):
     """A cluster whose scheduler is Kueue behind the Kubernetes API double; ``poll()`` polls it once."""
     lookback = max(86400.0, (datetime.now(UTC) - datetime(2026, 11, 2, tzinfo=UTC)).total_seconds())
-    configured = services.cluster_configure(
+    configured = clusters.cluster_configure(
         name="k8s-a",
         connector="kueue",
-        scheduler_settings={"host": api.url, "backoff": 0, "retries": 1, "lookback_seconds": lookback},
+        scheduler_settings={"host": kubernetes_api.url, "backoff": 0, "retries": 1, "lookback_seconds": lookback},
         enabled=True,
         gather_delay=0,
     )
 
     def poll():
         with django_capture_on_commit_callbacks(execute=True):
-            found = services.cluster_poll(cluster_id=configured.pk)
+            found = discovery.cluster_poll(cluster_id=configured.pk)
         configured.refresh_from_db()
         return found
 
@@ -197,7 +186,7 @@ def kueue(api, django_capture_on_commit_callbacks):
     return poll
 
 
-def test_kueue_workloads_are_discovered_gathered_and_diagnosed_once(kueue, bundle_root, tmp_path):
+def test_kueue_workloads_are_discovered_gathered_and_diagnosed_once(kueue, bundle_root, tmp_path, exported_diagnosis):
     assert kueue() == 2
 
     attempts = {a.job.job_id: a for a in Attempt.objects.select_related("job", "current_diagnosis")}
@@ -212,23 +201,23 @@ def test_kueue_workloads_are_discovered_gathered_and_diagnosed_once(kueue, bundl
     assert kueue() == 0
 
 
-def test_an_api_server_that_fails_backs_discovery_off_and_a_recovery_resets_it(kueue, api):
+def test_an_api_server_that_fails_backs_discovery_off_and_a_recovery_resets_it(kueue, kubernetes_api):
     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "etcdserver: request timed out",
               "reason": "InternalError", "code": 500}  # fmt: skip
-    api.faults = [(500, {}, status)] * 2
+    kubernetes_api.faults = [(500, {}, status)] * 2
 
     assert kueue() is None
     assert "etcdserver: request timed out" in kueue.cluster.last_error
     assert kueue.cluster.last_error.endswith("(transient)")
     assert kueue.cluster.failures == 1
 
-    api.faults = [(200, {}, b'{"apiVersion": "kueue.x-k8s.io/v1beta1", "items": [')] * 2
+    kubernetes_api.faults = [(200, {}, b'{"apiVersion": "kueue.x-k8s.io/v1beta1", "items": [')] * 2
     assert kueue() is None
     assert kueue.cluster.failures == 2
     waited = (kueue.cluster.next_poll - kueue.cluster.last_poll).total_seconds()
     assert waited == 4 * kueue.cluster.poll_interval
 
-    api.faults = []
+    kubernetes_api.faults = []
     assert kueue() == 2
     assert (kueue.cluster.failures, kueue.cluster.last_error) == (0, "")
     assert Cluster.objects.get().last_found == 2

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from django.db import connection
 from django.db.models import Count
 
 from diagnoses.models import Attempt
+from diagnoses.tests.workers import database_url, start_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -38,29 +38,6 @@ def environment(tmp_path, bundle_root):
         "FAULTLINE_STUCK_AFTER": "3",  # the reaper re-queues an attempt analysing for longer (each takes ~0.4 s)
         "FAULTLINE_REAPER_INTERVAL": "1",
     }
-
-
-def database_url() -> str:
-    """The test database, for a worker process that shares it."""
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def start_worker(name: str, environment: dict, tmp_path: Path) -> subprocess.Popen:
-    log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-    command = [sys.executable, "-m", "celery", "-A", "triage", "worker", "--pool=solo", "--loglevel=INFO"]
-    command += ["-n", f"{name}@%h", "--beat", "--schedule", str(tmp_path / f"{name}-beat")]
-    return subprocess.Popen(command, cwd=BASE_DIR, env=environment, stdout=log, stderr=subprocess.STDOUT)
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def test_a_worker_killed_mid_task_loses_no_attempt(make_bundle, environment, tmp_path):

@@ -1,15 +1,15 @@
-"""Build small attempt bundles (CONTRACTS.md section 1) for tests."""
+"""Build small attempt bundles (CONTRACTS.md section 1) for tests: the one bundle builder of the test
+suite. The tests of the other packages reach it through the root conftest's fixtures (``write_bundle``,
+``make_bundle``, ``diagnose_bundle``)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from connectors.localfiles import load_bundle
 from engine import Engine, load_rules
+from engine.bundle import load_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PACK = ROOT / "rules" / "packs" / "default"
@@ -90,11 +90,55 @@ def query_range(name: str, series: list[tuple[dict, list[tuple[float, float]]]])
     }
 
 
-def diagnose_command(*args: str) -> subprocess.CompletedProcess:
-    """Run ``manage.py diagnose`` as a process, as a user would, with no database to read a rule set
-    from: it uses the default pack, the rule set a fresh store starts with (revision 1)."""
-    environment = {**os.environ, "DATABASE_URL": "sqlite:////nonexistent/faultline.sqlite3"}
-    return subprocess.run(
-        [sys.executable, "manage.py", "diagnose", *args], cwd=ROOT, env=environment, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
+START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)  # when a GPU-off-the-bus attempt starts unless told
+
+
+def gpu_off_the_bus(
+    directory: Path,
+    *,
+    nodes: tuple[str, ...] = tuple(NODES),
+    faulty: str | None = "node02",
+    start: datetime = START,
+    slow_lines: int = 0,
+    **attempt,
+) -> Path:
+    """Write, into ``directory``, a 30-minute attempt of two ranks per node whose GPU fell off the bus: an
+    Xid 79 line in the ``faulty`` node's syslog (none when ``faulty`` is None) and NCCL watchdog timeouts of
+    every rank in the workload log ten minutes later. ``slow_lines`` adds matching lines (Xid 13 on the
+    first node) that make the analysis take longer (about 0.15 ms each)."""
+    fault = start + timedelta(minutes=4)
+    logs: dict[str, list[str]] = {}
+    for index, node in enumerate(nodes):
+        lines = [
+            f"{_stamp(start + timedelta(seconds=s))} {node} kernel: eth0: link up, 100Gbps, full duplex" for s in (1, 2)
+        ]
+        if node == faulty:
+            lines.append(
+                f"{_stamp(fault)} {node} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+                "GPU has fallen off the bus."
+            )
+        if index == 0:
+            lines += [
+                f"{_stamp(start + timedelta(seconds=60 + i // 10))} {node} kernel: NVRM: Xid (PCI:0000:3b:00): 13, "
+                f"pid=4242, Graphics Exception: ESR 0x{i:x}"
+                for i in range(slow_lines)
+            ]
+        logs[f"{node}/syslog.log"] = lines
+    timeout = fault + timedelta(minutes=10)
+    ranks = range(len(nodes) * 2)
+    logs["train.log"] = [f"[rank{r}]: {_iso(start + timedelta(seconds=5))} INFO step 1 loss 2.31" for r in ranks] + [
+        f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600023 "
+        f"milliseconds before timing out. {_iso(timeout)}"
+        for r in ranks
+    ]
+    record = {"name": "pretrain-7b", "nodes": list(nodes), "tasks_per_node": 2, **attempt}
+    return write_bundle(directory, logs=logs, start=_iso(start), end=_iso(start + timedelta(minutes=30)), **record)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%b %e %H:%M:%S")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

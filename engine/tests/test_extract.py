@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from connectors.localfiles import load_bundle
 from engine import parse_ruleset
+from engine.bundle import load_bundle
 from engine.context import LogStream
 from engine.extract import Extractor
 from engine.prefilter import Prefilter, loosen

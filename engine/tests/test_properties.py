@@ -7,8 +7,8 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from connectors.localfiles import load_bundle
 from engine import to_json
+from engine.bundle import load_bundle
 from engine.tests.bundles import default_engine, write_bundle
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

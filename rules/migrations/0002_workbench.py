@@ -3,16 +3,16 @@
 """The rule workbench: the activation audit log, regression cases and background runs; the roles get
 their permissions (a rule editor adds and changes them, viewers and triagers only read)."""
 
-from importlib import import_module
-
 import django.db.models.deletion
 import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
+from access.roles import grant_role_permissions
+
 
 def grant_roles(apps, schema_editor):
-    import_module("diagnoses.migrations.0002_roles").create_roles(apps, schema_editor)
+    grant_role_permissions(apps)
 
 
 class Migration(migrations.Migration):

@@ -4,16 +4,13 @@ import json
 
 import pytest
 
-from engine.tests.bundles import diagnose_command, write_bundle
-
 XID_79 = {
     "node02/syslog.log": ["Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."]
 }
-diagnose = diagnose_command
 
 
-def test_prints_the_diagnosis_json_and_exits_0(tmp_path):
-    done = diagnose(str(write_bundle(tmp_path, logs=XID_79)))
+def test_prints_the_diagnosis_json_and_exits_0(tmp_path, write_bundle, diagnose_command):
+    done = diagnose_command(str(write_bundle(tmp_path, logs=XID_79)))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["schema"] == "faultline.diagnosis/v1"
@@ -25,26 +22,26 @@ def test_prints_the_diagnosis_json_and_exits_0(tmp_path):
     assert result["ruleset"]["name"] == "default"
 
 
-def test_output_is_byte_identical_across_runs(tmp_path):
+def test_output_is_byte_identical_across_runs(tmp_path, write_bundle, diagnose_command):
     bundle = str(write_bundle(tmp_path, logs=XID_79))
-    assert diagnose(bundle).stdout == diagnose(bundle).stdout
+    assert diagnose_command(bundle).stdout == diagnose_command(bundle).stdout
 
 
-def test_text_format_is_a_readable_report(tmp_path):
-    done = diagnose(str(write_bundle(tmp_path, logs=XID_79)), "--format", "text")
+def test_text_format_is_a_readable_report(tmp_path, write_bundle, diagnose_command):
+    done = diagnose_command(str(write_bundle(tmp_path, logs=XID_79)), "--format", "text")
     assert done.returncode == 0
     assert "ATTRIBUTED" in done.stdout
     assert "hardware/gpu.bus on node02" in done.stdout
     assert "logs/node02/syslog.log:1" in done.stdout
 
 
-def test_rules_option_takes_a_rule_file(tmp_path):
+def test_rules_option_takes_a_rule_file(tmp_path, write_bundle, diagnose_command):
     rules = tmp_path / "mine.yaml"
     rules.write_text(
         "rules:\n  - id: mine\n    description: mine\n    streams: [system]\n    pattern: 'fallen off'\n"
         "    role: cause\n    domain: hardware\n    subdomain: gpu\n"
     )
-    done = diagnose(str(write_bundle(tmp_path / "b", logs=XID_79)), "--rules", str(rules))
+    done = diagnose_command(str(write_bundle(tmp_path / "b", logs=XID_79)), "--rules", str(rules))
     result = json.loads(done.stdout)
     assert (result["root_cause"]["rule"], result["ruleset"]["name"]) == ("mine", "mine")
 
@@ -58,19 +55,19 @@ def test_rules_option_takes_a_rule_file(tmp_path):
         (lambda p: (p / "attempt.json").write_text('{"cluster": "c"}') and p, "missing required field 'scheduler'"),
     ],
 )
-def test_an_unusable_bundle_exits_2_with_one_line_on_stderr(tmp_path, make, message):
-    done = diagnose(str(make(tmp_path)))
+def test_an_unusable_bundle_exits_2_with_one_line_on_stderr(tmp_path, make, message, diagnose_command):
+    done = diagnose_command(str(make(tmp_path)))
     assert done.returncode == 2
     assert done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1
     assert message in done.stderr
 
 
-def test_invalid_rules_exit_2_naming_file_and_line(tmp_path):
+def test_invalid_rules_exit_2_naming_file_and_line(tmp_path, write_bundle, diagnose_command):
     rules = tmp_path / "bad.yaml"
     rules.write_text(
         "rules:\n  - id: bad\n    description: x\n    streams: [system]\n    pattern: '(unclosed'\n    role: context\n"
     )
-    done = diagnose(str(write_bundle(tmp_path / "b", logs=XID_79)), "--rules", str(rules))
+    done = diagnose_command(str(write_bundle(tmp_path / "b", logs=XID_79)), "--rules", str(rules))
     assert done.returncode == 2
     assert "bad.yaml:5: rule 'bad', field 'pattern'" in done.stderr

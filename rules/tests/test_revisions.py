@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError
 
 from engine import load_rules
-from rules.engines import engine_for
+from rules.engine_cache import engine_for
 from rules.models import RuleSet, RuleSetRevision
 from rules.revisions import compile_revision, pack_text
 from rules.selectors import engine_current, revision_engine
@@ -109,10 +109,8 @@ def test_the_current_engine_is_the_active_revision_or_else_the_pack():
     assert engine_current().ruleset.version == "2"
 
 
-def test_diagnose_without_a_database_uses_the_pack_as_revision_1(tmp_path):
-    from diagnoses.tests.bundles import write_bundle
-
-    bundle = write_bundle(tmp_path)
+def test_diagnose_without_a_database_uses_the_pack_as_revision_1(tmp_path, make_bundle):
+    bundle = make_bundle(root=tmp_path)
     env = {"PATH": "/usr/bin:/bin", "FAULTLINE_VAR_DIR": str(tmp_path / "var")}  # no DATABASE_URL: SQLite
     printed = subprocess.run(
         [sys.executable, "manage.py", "diagnose", str(bundle)], cwd=BASE_DIR, env=env, capture_output=True, check=True

@@ -15,8 +15,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from diagnoses import selectors, services
+from diagnoses import selectors
 from diagnoses.models import Cluster, Source
+from diagnoses.services import clusters, discovery
 
 
 def json_object(text: str) -> dict:
@@ -36,7 +37,9 @@ class Command(BaseCommand):
         commands = parser.add_subparsers(dest="command", required=True)
         add = commands.add_parser("add", help="add a cluster with its scheduler and sources (discovery on)")
         add.add_argument("name")
-        add.add_argument("scheduler", help="slurm, kueue, bundles (a watched folder) or an allowed dotted path")
+        add.add_argument(
+            "scheduler", help="slurm, kueue, folder (a watched folder of bundles) or an allowed dotted path"
+        )
         add.add_argument("scheduler_settings", nargs="?", default="{}", type=json_object, metavar="SETTINGS",
                          help="the scheduler's settings (a JSON object)")  # fmt: skip
         for role in Source.Role.values:
@@ -65,7 +68,7 @@ class Command(BaseCommand):
             for source, kind, values in options[role]
         ]
         try:
-            cluster = services.cluster_configure(
+            cluster = clusters.cluster_configure(
                 name=name,
                 connector=scheduler,
                 scheduler_settings=scheduler_settings,
@@ -98,8 +101,8 @@ class Command(BaseCommand):
         if cluster is None:
             raise CommandError(f"no cluster {name!r}")
         if not cluster.has_scheduler:
-            raise CommandError(f"cluster {name!r} has no scheduler to poll (its connector is localfiles)")
-        new = services.cluster_poll(cluster_id=cluster.pk)
+            raise CommandError(f"cluster {name!r} has no scheduler to poll (its connector is {cluster.connector})")
+        new = discovery.cluster_poll(cluster_id=cluster.pk)
         cluster.refresh_from_db()
         if new is None and cluster.polling_since is not None:
             raise CommandError(f"cluster {name!r} is being polled already (since {cluster.polling_since:%H:%M:%S}Z)")

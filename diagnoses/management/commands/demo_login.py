@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from triage.roles import ADMIN
+from access.roles import ADMIN
 
 USERNAME = "demo"
 

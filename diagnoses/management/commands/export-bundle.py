@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from diagnoses import bundles
+from diagnoses import bundle_store
 from diagnoses.selectors import attempt_find
 
 
@@ -26,5 +26,5 @@ class Command(BaseCommand):
         target = Path(out_dir)
         if target.exists():
             raise CommandError(f"{target}: already exists")
-        bundles.export(found.bundle, target)
+        bundle_store.export(found.bundle, target)
         self.stdout.write(f"{found}: bundle written to {target}")

@@ -5,8 +5,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from diagnoses import services
-from diagnoses.bundles import ATTEMPT_FILE, BundleRejected
+from diagnoses.bundle_store import BundleRejected
+from diagnoses.services import attempts
+from engine.bundle import ATTEMPT_FILE
 
 
 def find_bundles(paths: list[str]) -> list[Path]:
@@ -35,9 +36,9 @@ class Command(BaseCommand):
         stored = duplicates = rejected = 0
         for bundle in tqdm(found, desc="ingest", unit="bundle", disable=options["verbosity"] < 1):
             try:
-                services.attempt_ingest_directory(path=bundle, analyse=not no_analyse)
+                attempts.attempt_ingest_directory(path=bundle, analyse=not no_analyse)
                 stored += 1
-            except services.DuplicateAttempt as exc:
+            except attempts.DuplicateAttempt as exc:
                 duplicates += 1
                 self.stderr.write(f"{bundle}: skipped, {exc}")
             except BundleRejected as exc:

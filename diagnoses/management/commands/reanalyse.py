@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.timezone import is_naive, make_aware
 
-from diagnoses import services
 from diagnoses.models import Attempt
+from diagnoses.services.attempts import attempts_reanalyse
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
             if not Attempt.objects.filter(cluster__name=cluster).exists():
                 raise CommandError(f"--cluster {cluster!r}: no stored attempts on this cluster")
             attempts = attempts.filter(cluster__name=cluster)
-        count = services.attempts_reanalyse(attempts=attempts)
+        count = attempts_reanalyse(attempts=attempts)
         self.stdout.write(f"{count} attempt(s) queued for analysis")
 
     def moment(self, text: str) -> datetime:

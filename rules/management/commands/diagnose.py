@@ -11,9 +11,9 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from connectors.localfiles import BundleError, load_bundle
 from engine import Engine, RuleSetError, load_rules, to_json, to_text
-from rules.engines import ENGINE_CACHE
+from engine.bundle import BundleError, load_bundle
+from rules.engine_cache import ENGINE_CACHE
 from rules.selectors import engine_current
 
 

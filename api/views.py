@@ -1,0 +1,223 @@
+"""The REST API of the store: clusters, jobs, attempts, diagnoses, evidence, events, reviews, and the stateless
+analyse endpoint. Resource viewsets and a few actions, all thin: they call selectors and services."""
+
+import shutil
+
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView
+
+from api.permissions import permission
+from api.serializers import (
+    AttemptAcceptedSerializer,
+    AttemptSerializer,
+    BundleUploadSerializer,
+    ClusterSerializer,
+    DiagnosisSerializer,
+    EvidenceSerializer,
+    ExcerptLineSerializer,
+    JobSerializer,
+    NodeEventSerializer,
+    PollQueuedSerializer,
+    ReviewSerializer,
+)
+from api.uploads import Conflict, bundle_stream, rejected
+from diagnoses import bundle_store, selectors
+from diagnoses.filters import (
+    AttemptFilter,
+    DiagnosisFilter,
+    EvidenceFilter,
+    JobFilter,
+    NodeEventFilter,
+    ReviewFilter,
+)
+from diagnoses.services import attempts, clusters, discovery, reviews
+from engine import to_json
+from engine.bundle import BundleError, load_bundle
+from rules.selectors import engine_current
+
+BUNDLE_BODY = {"application/gzip": OpenApiTypes.BINARY, "multipart/form-data": BundleUploadSerializer}
+
+
+def accepted(attempt, request) -> Response:
+    """202 with the attempt's URL (also in ``Location``), where its analysis will show."""
+    url = request.build_absolute_uri(reverse("api:attempt-detail", args=[attempt.pk]))
+    body = {"id": attempt.pk, "url": url, "analysis_state": attempt.analysis_state}
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+class ClusterViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Clusters: their connectors (configured by admins) and the status of their discovery."""
+
+    queryset = selectors.cluster_status_list()
+    serializer_class = ClusterSerializer
+
+    def get_permissions(self):
+        needed = {
+            "create": "diagnoses.add_cluster",
+            "update": "diagnoses.change_cluster",
+            "partial_update": "diagnoses.change_cluster",
+            "poll": "diagnoses.change_cluster",
+        }.get(self.action)
+        return [IsAuthenticated(), *([permission(needed)()] if needed else [])]
+
+    def perform_create(self, serializer):
+        self.configure(serializer, cluster=None)
+
+    def perform_update(self, serializer):
+        self.configure(serializer, cluster=serializer.instance)
+
+    def configure(self, serializer, *, cluster):
+        fields = dict(serializer.validated_data)
+        sources = fields.pop("sources", None)
+        try:
+            cluster = clusters.cluster_configure(cluster=cluster, sources=sources, **fields)
+        except DjangoValidationError as exc:
+            raise configuration_error(exc) from None
+        serializer.instance = selectors.cluster_status_list().get(pk=cluster.pk)
+
+    @extend_schema(request=None, responses={202: PollQueuedSerializer})
+    @action(detail=True, methods=["post"])
+    def poll(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
+        """Queue a poll of the cluster's scheduler now, whatever its schedule or backoff."""
+        cluster = self.get_object()
+        if not cluster.has_scheduler:
+            raise ValidationError(
+                {"connector": f"the cluster has no scheduler to poll (its connector is {cluster.connector})"}
+            )
+        discovery.cluster_poll_now(cluster=cluster)
+        url = request.build_absolute_uri(reverse("api:cluster-detail", args=[cluster.pk]))
+        return Response({"id": cluster.pk, "url": url}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+def configuration_error(exc: DjangoValidationError) -> ValidationError:
+    """A configuration's problems as the API names them: ``scheduler_settings.path_map``, ``sources.1.kind``."""
+    detail: dict[str, list[ErrorDetail]] = {}
+    for field, errors in exc.error_dict.items():
+        path = field.removesuffix(NON_FIELD_ERRORS).rstrip(".") or api_settings.NON_FIELD_ERRORS_KEY
+        for error in errors:
+            setting = (error.params or {}).get("setting")
+            key = f"{path}.{setting}" if setting else path
+            detail.setdefault(key, []).extend(ErrorDetail(message, code=error.code or "invalid") for message in error)
+    return ValidationError(detail)
+
+
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.job_list()
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+
+
+class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.attempt_list()
+    serializer_class = AttemptSerializer
+    filterset_class = AttemptFilter
+    parser_classes = [MultiPartParser]
+
+    def get_permissions(self):
+        needed = {"create": "diagnoses.add_attempt", "reanalyse": "diagnoses.change_attempt"}.get(self.action)
+        return [IsAuthenticated(), *([permission(needed)()] if needed else [])]
+
+    @extend_schema(
+        request=BUNDLE_BODY,
+        responses={202: AttemptAcceptedSerializer, 409: OpenApiResponse(description="The attempt is already stored")},
+    )
+    def create(self, request):
+        """Store an attempt from its bundle (.tar.gz) and queue its analysis."""
+        try:
+            attempt = attempts.attempt_ingest_archive(stream=bundle_stream(request))
+        except bundle_store.BundleRejected as exc:
+            raise rejected(exc) from None
+        except attempts.DuplicateAttempt as exc:
+            raise Conflict(str(exc)) from None
+        return accepted(attempt, request)
+
+    @extend_schema(request=None, responses={202: AttemptAcceptedSerializer})
+    @action(detail=True, methods=["post"])
+    def reanalyse(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
+        """Queue the attempt's analysis again with the active rule set."""
+        attempt = self.get_object()
+        attempts.attempt_reanalyse(attempt=attempt)
+        return accepted(attempt, request)
+
+
+class DiagnosisViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.diagnosis_list()
+    serializer_class = DiagnosisSerializer
+    filterset_class = DiagnosisFilter
+
+
+class EvidenceViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.evidence_list()
+    serializer_class = EvidenceSerializer
+    filterset_class = EvidenceFilter
+
+    @extend_schema(
+        parameters=[OpenApiParameter("context", int, description="Lines before and after (0-50, default 5)")],
+        responses={200: ExcerptLineSerializer(many=True)},
+        filters=False,
+    )
+    @action(detail=True)
+    def excerpt(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
+        """The bundle's lines around this piece of evidence."""
+        evidence = self.get_object()
+        context = request.query_params.get("context", "5")
+        context = min(50, int(context)) if context.isdigit() else 5
+        lines = selectors.bundle_excerpt(attempt=evidence.diagnosis.attempt, ref=evidence.ref, context=context)
+        return Response(ExcerptLineSerializer(lines, many=True).data)
+
+
+class NodeEventViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.node_event_list()
+    serializer_class = NodeEventSerializer
+    filterset_class = NodeEventFilter
+
+
+class ReviewViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = selectors.review_list()
+    serializer_class = ReviewSerializer
+    filterset_class = ReviewFilter
+
+    def get_permissions(self):
+        if self.action == "create":
+            return [IsAuthenticated(), permission("diagnoses.add_review")()]
+        return [IsAuthenticated()]
+
+    def perform_create(self, serializer):
+        serializer.instance = reviews.review_create(reviewer=self.request.user, **serializer.validated_data)
+
+
+class AnalyzeView(APIView):
+    """The stateless Attribution Service: the diagnosis of a posted bundle, exactly as
+    ``manage.py diagnose`` prints it; nothing is stored."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request=BUNDLE_BODY, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request):
+        staging = bundle_store.stage()
+        try:
+            try:
+                bundle_store.extract_archive(bundle_stream(request), staging)
+                bundle = bundle_store.locate(staging)
+                bundle_store.read_attempt(bundle)
+                context = load_bundle(bundle)
+            except BundleError as exc:
+                raise rejected(bundle_store.BundleRejected(str(exc))) from None
+            except bundle_store.BundleRejected as exc:
+                raise rejected(exc) from None
+            diagnosis = engine_current().diagnose(context)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return HttpResponse(to_json(diagnosis), content_type="application/json")

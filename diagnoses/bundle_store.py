@@ -1,0 +1,232 @@
+"""The bundle store: one directory per attempt under ``FAULTLINE_BUNDLE_ROOT`` (CONTRACTS.md section 1).
+
+A bundle arrives as a directory or as a ``.tar.gz`` of one. It is first staged in ``.incoming/`` under
+the root (the same file system, so placing it is an atomic rename), checked, and placed only when
+its attempt's rows are written; nothing half-extracted is ever visible at a bundle's place.
+
+Archives are read as a stream with limits on the compressed size, the bytes written and the number
+of members; members must be plain files or directories with relative paths inside the bundle.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import uuid
+import zlib
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+
+from engine.bundle import ATTEMPT_FILE, BundleError, parse_attempt, write_bundle
+from engine.context import Attempt, AttemptContext
+
+CHUNK = 1 << 20
+HEADER_ALLOWANCE = 1024  # tar header and padding bytes allowed per member beyond its content
+
+
+class BundleRejected(Exception):
+    """The bundle cannot be stored; the message names the problem (member, file, field)."""
+
+    code = "invalid_bundle"
+
+
+class BundleTooLarge(BundleRejected):
+    code = "too_large"
+
+
+def root() -> Path:
+    return Path(settings.FAULTLINE_BUNDLE_ROOT)
+
+
+def path_of(relative: str) -> Path:
+    return root() / relative
+
+
+def stage() -> Path:
+    """A fresh, empty staging directory on the bundle root's file system."""
+    incoming = root() / ".incoming"
+    incoming.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=incoming))
+
+
+def new_location() -> str:
+    """A new bundle's place under the root, e.g. ``3f/3f2a...``."""
+    name = uuid.uuid4().hex
+    return f"{name[:2]}/{name}"
+
+
+def place(staged: Path, relative: str) -> Path:
+    """Move a staged bundle to its place (an atomic rename)."""
+    target = path_of(relative)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(staged, target)
+    return target
+
+
+def remove(relative: str) -> None:
+    shutil.rmtree(path_of(relative), ignore_errors=True)
+
+
+def copy_tree(source: Path, destination: Path) -> None:
+    """Copy a bundle directory's files (links and special files are refused)."""
+    if not source.is_dir():
+        raise BundleRejected(f"{source}: not a directory")
+    for directory, subdirs, files in os.walk(source):
+        here = Path(directory)
+        target = destination / here.relative_to(source)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in sorted(subdirs + files):
+            entry = here / name
+            if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
+                raise BundleRejected(f"{entry}: links and special files are not allowed in a bundle")
+        for name in files:
+            shutil.copyfile(here / name, target / name)
+
+
+def extract_archive(stream, destination: Path, *, max_bytes: int | None = None, max_files: int | None = None) -> None:
+    """Extract the ``.tar.gz`` read from ``stream`` (compressed size already checked) into ``destination``."""
+    max_bytes = settings.FAULTLINE_BUNDLE_MAX_BYTES if max_bytes is None else max_bytes
+    max_files = settings.FAULTLINE_BUNDLE_MAX_FILES if max_files is None else max_files
+    expanded = LimitedReader(
+        gzip.GzipFile(fileobj=stream, mode="rb"),
+        max_bytes + max_files * HEADER_ALLOWANCE,
+        f"the archive expands to more than {max_bytes:,} bytes",
+    )
+    written = files = 0
+    try:
+        with tarfile.open(fileobj=expanded, mode="r|") as archive:
+            for member in archive:
+                files += 1
+                if files > max_files:
+                    raise BundleTooLarge(f"the archive has more than {max_files:,} members")
+                relative = _member_path(member.name)
+                if member.isdir():
+                    (destination / relative).mkdir(parents=True, exist_ok=True)
+                    continue
+                if not member.isreg():
+                    raise BundleRejected(f"{member.name}: links and special files are not allowed in a bundle")
+                written += member.size
+                if written > max_bytes:
+                    raise BundleTooLarge(f"the archive expands to more than {max_bytes:,} bytes")
+                target = destination / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = archive.extractfile(member)
+                try:
+                    with open(target, "xb") as out:
+                        shutil.copyfileobj(source, out, CHUNK)
+                except FileExistsError:
+                    raise BundleRejected(f"{member.name}: appears twice in the archive") from None
+    except (gzip.BadGzipFile, zlib.error):
+        raise BundleRejected("not a gzip-compressed archive (send a .tar.gz of the bundle directory)") from None
+    except EOFError:
+        raise BundleRejected("the archive is truncated") from None
+    except tarfile.TarError as exc:
+        if files == 0:
+            raise BundleRejected("not a tar archive inside the gzip stream (send a .tar.gz)") from None
+        raise BundleRejected(f"the archive is damaged after {files} members ({exc})") from None
+    except (NotADirectoryError, IsADirectoryError) as exc:
+        raise BundleRejected(f"{exc.filename}: a file and a directory of the same name") from None
+
+
+def _member_path(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or name.startswith("\\") or "\0" in name:
+        raise BundleRejected(f"{name}: absolute paths are not allowed in a bundle archive")
+    if ".." in path.parts or "\\" in name:
+        raise BundleRejected(f"{name}: paths leaving the bundle ('..') are not allowed in a bundle archive")
+    parts = [part for part in path.parts if part != "."]
+    if not parts:
+        return PurePosixPath(".")
+    return PurePosixPath(*parts)
+
+
+class LimitedReader:
+    """A read-only stream that refuses to yield more than ``limit`` bytes (``BundleTooLarge(message)``)."""
+
+    def __init__(self, raw, limit: int, message: str):
+        self.raw = raw
+        self.left = limit
+        self.message = message
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size if size is not None and size >= 0 else CHUNK)
+        self.left -= len(data)
+        if self.left < 0:
+            raise BundleTooLarge(self.message)
+        return data
+
+
+def locate(extracted: Path) -> Path:
+    """The bundle directory inside an extracted archive: its top, or its one top-level directory."""
+    if (extracted / ATTEMPT_FILE).is_file():
+        return extracted
+    entries = [entry for entry in extracted.iterdir() if not entry.name.startswith(".")]
+    if len(entries) == 1 and entries[0].is_dir() and (entries[0] / ATTEMPT_FILE).is_file():
+        return entries[0]
+    raise BundleRejected(f"{ATTEMPT_FILE}: missing (a bundle holds attempt.json at its top)")
+
+
+def read_attempt(bundle: Path) -> tuple[dict, Attempt]:
+    """The bundle's ``attempt.json`` as received and validated (unknown fields are refused)."""
+    file = bundle / ATTEMPT_FILE
+    if not file.is_file():
+        raise BundleRejected(f"{ATTEMPT_FILE}: missing (a bundle holds attempt.json at its top)")
+    try:
+        record = json.loads(file.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleRejected(f"{ATTEMPT_FILE}: not valid JSON ({exc})") from None
+    try:
+        return record, parse_attempt(record, where=ATTEMPT_FILE, strict=True)
+    except BundleError as exc:
+        raise BundleRejected(str(exc)) from None
+
+
+def store_context(relative: str, context: AttemptContext) -> None:
+    """Write what the connectors gathered for an attempt as its bundle at ``relative`` (staged, then
+    placed). A bundle already there (another worker gathered it first) is kept."""
+    staging = stage()
+    try:
+        write_bundle(context, staging / "bundle")
+        try:
+            place(staging / "bundle", relative)
+        except OSError:
+            if not path_of(relative).is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def archive_stream(relative: str, top: str) -> Iterator[bytes]:
+    """The stored bundle as a ``.tar.gz`` (its files under the directory ``top``), produced piece by
+    piece: a bundle of gigabytes is sent without being held in memory or written to disk."""
+    bundle = path_of(relative)
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip format
+    for directory, subdirs, files in os.walk(bundle):
+        subdirs.sort()
+        here = Path(directory)
+        for name in sorted(files):
+            file = here / name
+            info = tarfile.TarInfo(f"{top}/{file.relative_to(bundle).as_posix()}")
+            stat = file.stat()
+            info.size, info.mtime, info.mode = stat.st_size, int(stat.st_mtime), 0o644
+            yield compressor.compress(info.tobuf(format=tarfile.PAX_FORMAT))
+            with open(file, "rb") as source:
+                left = info.size
+                while left > 0 and (chunk := source.read(min(CHUNK, left))):
+                    left -= len(chunk)
+                    yield compressor.compress(chunk)
+            # a file that shrank while being read is padded to its announced size, then to a block
+            yield compressor.compress(bytes(left + (-info.size % tarfile.BLOCKSIZE)))
+    yield compressor.compress(bytes(2 * tarfile.BLOCKSIZE))  # the end-of-archive marker
+    yield compressor.flush()
+
+
+def export(relative: str, destination: Path) -> None:
+    """Copy a stored bundle to ``destination`` (which must not exist yet)."""
+    shutil.copytree(path_of(relative), destination)

@@ -1,0 +1,270 @@
+"""Reading an attempt bundle (CONTRACTS.md section 1) into the engine's input, an ``AttemptContext``.
+
+The bundle is the on-disk form of an ``AttemptContext``: every connector produces the same context, and
+the bundle read back is the reference they are tested against. Nothing here reads a log file: streams
+are opened lazily by the engine, so a bundle of any size costs the same to load.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from engine.bundle.query_range import parse_query_range
+from engine.context import (
+    Attempt,
+    AttemptContext,
+    LogStream,
+    SchedulerEvent,
+    SourceReport,
+    stream_kind,
+)
+
+ATTEMPT_FILE = "attempt.json"
+LOG_SUFFIXES = (".log", ".out", ".err")
+ATTEMPT_FIELDS = {
+    "cluster", "scheduler", "job_id", "attempt", "name", "user", "nodes", "start", "end", "state",
+    "exit_code", "reason", "ranks", "tasks_per_node", "timezone",
+}  # fmt: skip
+REQUIRED_FIELDS = ("cluster", "scheduler", "job_id", "nodes", "start", "end", "state")
+# What the connectors that gathered a bundle could and could not gather (optional, at the bundle's top).
+SOURCES_FILE = "sources.json"
+REPORT_STATUSES = ("ok", "partial", "missing", "unreadable", "error")
+REPORT_FIELDS = ("name", "kind", "status", "detail")
+SCHEDULERS = ("slurm", "kueue", "kubernetes", "static")
+
+
+class BundleError(Exception):
+    """The bundle cannot be used; the message names the file and the field. (A connector that reads
+    bundles raises it as a permanent ``ConnectorError``: reading it again cannot help.)"""
+
+
+def parse_time(value: object, where: str) -> datetime:
+    """An RFC 3339 time as an aware UTC datetime, or a BundleError naming ``where``."""
+    if not isinstance(value, str):
+        raise BundleError(f"{where}: expected an RFC 3339 time string, got {type(value).__name__}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise BundleError(f"{where}: {value!r} is not an RFC 3339 time") from None
+    if parsed.tzinfo is None:
+        raise BundleError(f"{where}: {value!r} has no time zone offset")
+    return parsed.astimezone(UTC)
+
+
+def parse_attempt(data: object, *, where: str = ATTEMPT_FILE, strict: bool = False) -> Attempt:
+    """Validate an ``attempt.json`` document. ``strict`` also rejects unknown fields."""
+    if not isinstance(data, dict):
+        raise BundleError(f"{where}: expected a JSON object")
+    if strict:
+        unknown = sorted(set(data) - ATTEMPT_FIELDS)
+        if unknown:
+            raise BundleError(f"{where}: unknown field {unknown[0]!r}")
+    for name in REQUIRED_FIELDS:
+        if name not in data:
+            raise BundleError(f"{where}: missing required field {name!r}")
+    text_fields = {}
+    for name in ("cluster", "scheduler", "job_id", "state", "name", "user", "exit_code", "reason", "timezone"):
+        value = data.get(name, "")
+        if isinstance(value, int) and not isinstance(value, bool) and name in ("job_id", "exit_code"):
+            value = str(value)
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            raise BundleError(f"{where}: field {name!r} must be a string")
+        text_fields[name] = value.strip()
+    for name in ("cluster", "job_id", "state"):
+        if not text_fields[name]:
+            raise BundleError(f"{where}: field {name!r} must not be empty")
+    if text_fields["scheduler"] not in SCHEDULERS:
+        raise BundleError(f"{where}: field 'scheduler' must be one of {', '.join(SCHEDULERS)}")
+    attempt_no = data.get("attempt", 0)
+    if not isinstance(attempt_no, int) or isinstance(attempt_no, bool) or attempt_no < 0:
+        raise BundleError(f"{where}: field 'attempt' must be a non-negative integer")
+    nodes = data["nodes"]
+    if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) and n.strip() for n in nodes):
+        raise BundleError(f"{where}: field 'nodes' must be a non-empty list of node names")
+    nodes = tuple(dict.fromkeys(n.strip() for n in nodes))
+    start = parse_time(data["start"], f"{where}: field 'start'")
+    end = parse_time(data["end"], f"{where}: field 'end'")
+    if end < start:
+        raise BundleError(f"{where}: field 'end' is before 'start'")
+    timezone = text_fields["timezone"] or "UTC"
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise BundleError(f"{where}: field 'timezone': unknown time zone {timezone!r}") from None
+    return Attempt(
+        cluster=text_fields["cluster"],
+        scheduler=text_fields["scheduler"],
+        job_id=text_fields["job_id"],
+        attempt=attempt_no,
+        nodes=nodes,
+        start=start,
+        end=end,
+        state=text_fields["state"],
+        name=text_fields["name"],
+        user=text_fields["user"],
+        exit_code=text_fields["exit_code"],
+        reason=text_fields["reason"],
+        ranks=_rank_map(data, nodes, where),
+        timezone=timezone,
+    )
+
+
+def _rank_map(data: dict, nodes: tuple[str, ...], where: str) -> dict[int, str]:
+    ranks = data.get("ranks")
+    per_node = data.get("tasks_per_node")
+    if ranks is not None:
+        if not isinstance(ranks, dict):
+            raise BundleError(f"{where}: field 'ranks' must be an object mapping rank to node")
+        mapping = {}
+        for rank, node in ranks.items():
+            try:
+                number = int(rank)
+            except ValueError:
+                raise BundleError(f"{where}: field 'ranks': {rank!r} is not a rank number") from None
+            if not isinstance(node, str) or not node:
+                raise BundleError(f"{where}: field 'ranks': rank {rank} must map to a node name")
+            mapping[number] = node
+        return mapping
+    if per_node is not None:
+        if not isinstance(per_node, int) or isinstance(per_node, bool) or per_node < 1:
+            raise BundleError(f"{where}: field 'tasks_per_node' must be a positive integer")
+        return {index * per_node + local: node for index, node in enumerate(nodes) for local in range(per_node)}
+    return {}
+
+
+def _json_objects(path: Path, ref: str, what: str) -> list[dict]:
+    """A bundle file holding a JSON list of objects; a BundleError names the entry at fault."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{ref}: not valid JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise BundleError(f"{ref}: expected a JSON list of {what}")
+    for index, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise BundleError(f"{ref}: entry {index}: expected an object")
+    return data
+
+
+def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
+    """The events of one ``events/*.json`` file; a BundleError names the entry and field at fault."""
+    events = []
+    for index, item in enumerate(_json_objects(path, ref, "events")):
+        time = item.get("time")
+        events.append(
+            SchedulerEvent(
+                time=parse_time(time, f"{ref}: entry {index}: field 'time'") if time else None,
+                node=_optional_text(item, "node", ref, index),
+                source=_optional_text(item, "source", ref, index) or path.stem,
+                reason=_optional_text(item, "reason", ref, index) or "",
+                message=_optional_text(item, "message", ref, index) or "",
+                ref=f"{ref}:{index + 1}",
+            )
+        )
+    return events
+
+
+def read_reports(path: Path) -> list[SourceReport]:
+    """The reports of a bundle's ``sources.json``: a list of ``{name, kind, status, detail}``."""
+    reports = []
+    for index, item in enumerate(_json_objects(path, SOURCES_FILE, "sources")):
+        fields = {name: _optional_text(item, name, SOURCES_FILE, index) or "" for name in REPORT_FIELDS}
+        for name in ("name", "kind"):
+            if not fields[name]:
+                raise BundleError(f"{SOURCES_FILE}: entry {index}: field {name!r} is required")
+        if fields["status"] not in REPORT_STATUSES:
+            raise BundleError(
+                f"{SOURCES_FILE}: entry {index}: field 'status' must be one of {', '.join(REPORT_STATUSES)}"
+            )
+        reports.append(SourceReport(**fields))
+    return reports
+
+
+def _optional_text(item: dict, name: str, ref: str, index: int) -> str | None:
+    value = item.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BundleError(f"{ref}: entry {index}: field {name!r} must be a string")
+    return value
+
+
+def load_bundle(path: str | Path, *, strict: bool = False) -> AttemptContext:
+    """Read the bundle at ``path``. Unreadable optional files are reported in ``reports``, not raised."""
+    root = Path(path)
+    if not root.is_dir():
+        raise BundleError(f"{root}: not a directory")
+    attempt_file = root / ATTEMPT_FILE
+    try:
+        raw = attempt_file.read_bytes()
+    except FileNotFoundError:
+        raise BundleError(f"{attempt_file}: missing (every bundle needs attempt.json)") from None
+    except OSError as exc:
+        raise BundleError(f"{attempt_file}: unreadable ({exc.strerror})") from None
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{attempt_file}: not valid JSON ({exc})") from None
+    attempt = parse_attempt(document, where=str(attempt_file), strict=strict)
+
+    reports: list[SourceReport] = []
+    if (root / SOURCES_FILE).is_file():
+        try:
+            reports.extend(read_reports(root / SOURCES_FILE))
+        except BundleError as exc:
+            reports.append(SourceReport(name=SOURCES_FILE, kind="sources", status="unreadable", detail=str(exc)))
+    streams = _log_streams(root, reports)
+    events = []
+    for file in sorted((root / "events").glob("*.json")):
+        ref = f"events/{file.name}"
+        try:
+            events.extend(read_events(file, ref))
+        except BundleError as exc:
+            reports.append(SourceReport(name=file.stem, kind="events", status="unreadable", detail=str(exc)))
+    metrics = []
+    for file in sorted((root / "metrics").glob("*.json")):
+        ref = f"metrics/{file.name}"
+        try:
+            metrics.extend(parse_query_range(file.read_bytes(), ref))
+        except (OSError, ValueError) as exc:
+            reports.append(SourceReport(name=file.stem, kind="metrics", status="unreadable", detail=f"{ref}: {exc}"))
+    return AttemptContext(
+        attempt=attempt,
+        streams=tuple(streams),
+        events=tuple(events),
+        metrics=tuple(metrics),
+        reports=tuple(reports),
+    )
+
+
+def _log_streams(root: Path, reports: list[SourceReport]) -> list[LogStream]:
+    logs = root / "logs"
+    streams = []
+    if not logs.is_dir():
+        return streams
+    for entry in sorted(logs.iterdir()):
+        if entry.is_dir():
+            for file in sorted(entry.iterdir()):
+                if file.is_file() and file.suffix in LOG_SUFFIXES:
+                    ref = f"logs/{entry.name}/{file.name}"
+                    streams.append(LogStream.from_path(ref, file.stem, entry.name, file))
+                elif not file.name.startswith("."):
+                    reports.append(
+                        SourceReport(
+                            name=file.name,
+                            kind=stream_kind(file.stem),
+                            status="unreadable",
+                            detail=f"logs/{entry.name}/{file.name}: not a .log, .out or .err file; ignored",
+                        )
+                    )
+        elif entry.is_file() and entry.suffix in LOG_SUFFIXES:
+            streams.append(LogStream.from_path(f"logs/{entry.name}", entry.stem, None, entry))
+    return streams

@@ -1,0 +1,105 @@
+"""Writing a context as a bundle: read back, it is the same context."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from engine.bundle import SOURCES_FILE, load_bundle, write_bundle
+from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, SourceReport
+
+START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+ATTEMPT = Attempt(
+    cluster="dgx",
+    scheduler="kueue",
+    job_id="ml/train",
+    attempt=2,
+    nodes=("node01", "node02"),
+    start=START,
+    end=datetime(2026, 11, 2, 11, 0, tzinfo=UTC),
+    state="Failed",
+    exit_code="137",
+    ranks={0: "node01", 1: "node02"},
+)
+
+
+def read(stream: LogStream) -> bytes:
+    with stream.opener() as source:
+        return source.read()
+
+
+def test_a_context_written_and_read_back_keeps_everything(tmp_path):
+    context = AttemptContext(
+        attempt=ATTEMPT,
+        streams=(
+            LogStream.from_bytes("logs/node01/syslog.log", "syslog", "node01", b"Nov  2 10:01:00 node01 a"),
+            LogStream.from_bytes("logs/node01/syslog.log", "syslog", "node01", b"Nov  2 10:02:00 node01 b\n"),
+            LogStream.from_bytes("logs/stdout.out", "stdout", None, b"[rank0]: step 1\n"),
+            LogStream.from_bytes("loki:{host=node02}", "kern", "node02", b"Nov  2 10:03:00 node02 kernel: c\n"),
+            LogStream.from_bytes("logs/node02/../../x.log", "../escape", "node02", b"d\n"),
+        ),
+        events=(
+            SchedulerEvent(START, "node01", "kubelet", "OOMKilling", "killed", "events/kubernetes.json:1"),
+            SchedulerEvent(None, None, "kueue", "Evicted", "preempted", "events/kubernetes.json:2"),
+            SchedulerEvent(START, None, "slurmctld", "NodeDown", "lost", "slurmctld:7"),
+        ),
+        metrics=(
+            MetricSeries(
+                "DCGM_FI_DEV_XID_ERRORS",
+                {"__name__": "DCGM_FI_DEV_XID_ERRORS", "Hostname": "dcgm-exporter-x7f", "node": "node02", "gpu": "3"},
+                ((START.timestamp(), 0.0), (START.timestamp() + 15.5, 79.0)),
+                "node02",  # placed by a configured node_label "node": the exporter pod's Hostname must not win
+                "metrics/xid.json#0",
+            ),
+            MetricSeries("up", {"__name__": "up", "instance": "node01:9100"}, ((1.0, 1.0),), "node01", "q#0"),
+        ),
+        reports=(
+            SourceReport("xid", "metrics", "ok", "prom: 1 series"),
+            SourceReport("syslog", "system", "error", "loki: HTTP 503 (after 4 tries)"),
+        ),
+    )
+
+    write_bundle(context, tmp_path / "b")
+    back = load_bundle(tmp_path / "b", strict=True)
+
+    assert back.attempt == ATTEMPT
+    assert {(s.ref, s.name, s.node): read(s) for s in back.streams} == {
+        ("logs/node01/syslog.log", "syslog", "node01"): b"Nov  2 10:01:00 node01 a\nNov  2 10:02:00 node01 b\n",
+        ("logs/stdout.out", "stdout", None): b"[rank0]: step 1\n",
+        ("logs/node02/kern.log", "kern", "node02"): b"Nov  2 10:03:00 node02 kernel: c\n",
+        ("logs/node02/_._escape.log", "_._escape", "node02"): b"d\n",
+    }
+    assert [(e.ref, e.time, e.node, e.source, e.reason, e.message) for e in back.events] == [
+        ("events/kubernetes.json:1", START, "node01", "kubelet", "OOMKilling", "killed"),
+        ("events/kubernetes.json:2", None, None, "kueue", "Evicted", "preempted"),
+        ("events/slurmctld.json:1", START, None, "slurmctld", "NodeDown", "lost"),
+    ]
+    xid, up = sorted(back.metrics, key=lambda m: m.name)
+    assert (xid.node, xid.samples, xid.ref) == ("node02", context.metrics[0].samples, "metrics/xid.json#0")
+    assert xid.labels["exported_Hostname"] == "dcgm-exporter-x7f"
+    assert (up.node, up.ref, up.labels) == ("node01", "metrics/up.json#0", context.metrics[1].labels)
+    assert back.reports == context.reports
+    assert not (tmp_path / "x.log").exists()
+
+
+def test_a_bundle_without_reports_has_no_sources_file_and_the_destination_must_be_new(tmp_path):
+    write_bundle(AttemptContext(attempt=ATTEMPT), tmp_path / "b")
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["attempt.json"]
+    with pytest.raises(FileExistsError):
+        write_bundle(AttemptContext(attempt=ATTEMPT), tmp_path / "b")
+
+
+def test_an_unusable_sources_file_is_reported_not_fatal(tmp_path):
+    write_bundle(AttemptContext(attempt=ATTEMPT), tmp_path / "b")
+    (tmp_path / "b" / SOURCES_FILE).write_text(json.dumps([{"name": "xid", "kind": "metrics", "status": "fine"}]))
+    context = load_bundle(tmp_path / "b")
+    assert context.reports == (
+        SourceReport(
+            SOURCES_FILE,
+            "sources",
+            "unreadable",
+            "sources.json: entry 0: field 'status' must be one of ok, partial, missing, unreadable, error",
+        ),
+    )

@@ -1,0 +1,21 @@
+"""The triage pages (HTML); the API's URLs are in ``api/urls.py``, the rule workbench's in ``workbench/urls.py``."""
+
+from django.urls import path
+
+from pages.views import attempts, clusters, lists, nodes, overview
+
+app_name = "pages"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("jobs/", lists.job_list, name="job-list"),
+    path("attempts/<int:pk>/", attempts.attempt_detail, name="attempt-detail"),
+    path("attempts/<int:pk>/review", attempts.attempt_review, name="attempt-review"),
+    path("attempts/<int:pk>/gather", attempts.attempt_gather_again, name="attempt-gather"),
+    path("attempts/<int:pk>/diagnosis.json", attempts.attempt_diagnosis_json, name="attempt-diagnosis-json"),
+    path("attempts/<int:pk>/bundle.tar.gz", attempts.attempt_bundle, name="attempt-bundle"),
+    path("attempts/<int:pk>/evidence/<int:evidence_id>/context", attempts.evidence_context, name="evidence-context"),
+    path("triage/", lists.triage_queue, name="triage-queue"),
+    path("nodes/<str:cluster>/<str:name>/", nodes.node_detail, name="node-detail"),
+    path("clusters/", clusters.cluster_status, name="cluster-status"),
+]

@@ -1,0 +1,9 @@
+"""The triage pages, one module per page or family: ``overview``, ``lists`` (the job list and the triage
+queue), ``attempts`` (an attempt's page and its actions), ``nodes`` and ``clusters``. Thin views: reads
+through the selectors (``pages.selectors``, ``diagnoses.selectors``), writes through
+``diagnoses.services``, htmx answered by ``web.htmx``. Every page needs a login."""
+
+
+def cursor(request) -> dict:
+    """The seek pagination cursor of a list page (``pages.paging``)."""
+    return {"after": request.GET.get("after", ""), "before": request.GET.get("before", "")}
