@@ -184,6 +184,25 @@ def folder_cluster(db):
 
 
 @pytest.fixture
+def drop(tmp_path) -> Path:
+    """A watched folder's path (not created)."""
+    return tmp_path / "drop"
+
+
+@pytest.fixture
+def polled(django_capture_on_commit_callbacks):
+    """``polled(cluster)``: poll the cluster as the worker would, running what the poll queues (the analyses)
+    on commit; the number of attempts found."""
+    from diagnoses.tasks import poll_cluster
+
+    def poll(cluster) -> int | None:
+        with django_capture_on_commit_callbacks(execute=True):
+            return poll_cluster.apply(args=[cluster.pk]).get()
+
+    return poll
+
+
+@pytest.fixture
 def exported_diagnosis(db, diagnose_command):
     """``exported_diagnosis(attempt, out)``: what ``manage.py diagnose`` prints for the attempt's bundle as
     ``export-bundle`` writes it out to ``out``."""

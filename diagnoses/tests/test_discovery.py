@@ -3,7 +3,6 @@ a failing scheduler; gathered attempts become stored bundles; the Clusters page 
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -11,25 +10,9 @@ from django.utils import timezone
 from access.roles import VIEWER
 from diagnoses.models import Attempt, Cluster, Diagnosis
 from diagnoses.services import attempts, discovery
-from diagnoses.tasks import analyse_attempt, poll_cluster, poll_clusters
+from diagnoses.tasks import analyse_attempt, poll_clusters
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def drop(tmp_path) -> Path:
-    return tmp_path / "drop"
-
-
-@pytest.fixture
-def polled(django_capture_on_commit_callbacks):
-    """Poll a cluster as the worker would, running what the poll queues (the analyses) on commit."""
-
-    def poll(cluster: Cluster) -> int | None:
-        with django_capture_on_commit_callbacks(execute=True):
-            return poll_cluster.apply(args=[cluster.pk]).get()
-
-    return poll
 
 
 def test_a_poll_stores_each_new_attempt_once_and_it_is_gathered_and_diagnosed(

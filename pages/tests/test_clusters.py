@@ -1,31 +1,13 @@
 """The Clusters page: where each cluster's discovery stands and the health of its sources, refreshed by htmx."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from access.roles import VIEWER
 from diagnoses.models import Cluster
-from diagnoses.tasks import poll_cluster
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def drop(tmp_path) -> Path:
-    return tmp_path / "drop"
-
-
-@pytest.fixture
-def polled(django_capture_on_commit_callbacks):
-    """Poll a cluster as the worker would, running what the poll queues (the analyses) on commit."""
-
-    def poll(cluster: Cluster) -> int | None:
-        with django_capture_on_commit_callbacks(execute=True):
-            return poll_cluster.apply(args=[cluster.pk]).get()
-
-    return poll
 
 
 @pytest.fixture
