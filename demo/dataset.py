@@ -1,10 +1,13 @@
-"""The demo set: a month of failed attempts on two clusters, for the dashboard to show on first run.
+"""The demo set: a month of failed attempts on three clusters, for the dashboard to show on first run.
 
-``dgx-a`` is a Slurm cluster of DGX B200 nodes (syslog, Europe/Paris); ``gke-ml`` a GKE cluster of
-A3 Ultra nodes whose workloads Kueue admits (dmesg, UTC). Most attempts are attributed; some are
-ambiguous or unattributed; a few nodes are at fault again and again (a GPU that keeps falling off the
-bus, a flaky InfiniBand cable, a GPU with failing memory). The intended diagnosis of each attempt is
-its kind's, in ``demo.bundles``; nothing is written next to the bundles.
+``dgx-a`` is a Slurm cluster of DGX B200 nodes (syslog, Europe/Paris; jobs launched with srun or
+torchrun); ``gke-ml`` a GKE cluster of A3 Ultra nodes whose workloads Kueue admits (raw dmesg, UTC);
+``dgx-b`` a second Slurm cluster of DGX B200 nodes whose kernel logs are kept as ``dmesg -H`` prints
+them (relative stamps) and whose users launch DeepSpeed over pdsh (one output file for every node,
+lines labelled by host only). Most attempts are attributed; some are ambiguous or unattributed; some
+are hangs; a few nodes are at fault again and again (a GPU that keeps falling off the bus, a flaky
+InfiniBand cable, a GPU with failing memory). The intended diagnosis of each attempt is its kind's,
+in ``demo.bundles``; nothing is written next to the bundles.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from pathlib import Path
 
 from demo.bundles import KINDS, Written
 from demo.draft import JOB_NAMES
-from demo.sites import DGX_B200, GKE_A3_ULTRA, gke_nodes, kueue_job_id
+from demo.sites import DGX_B200, DGX_B200_PDSH, GKE_A3_ULTRA, gke_nodes, kueue_job_id
 
 DGX_A = tuple(f"dgx-b200-{n:04d}" for n in range(401, 433))
+DGX_B = tuple(f"gpu-b200-{n:03d}" for n in range(101, 117))
+SITES = {"dgx-a": DGX_B200, "dgx-b": DGX_B200_PDSH, "gke-ml": GKE_A3_ULTRA}
 WINDOW = timedelta(days=30)
 
 # (cluster, kind, repeat offender at fault or None, nodes); in no particular order: times are drawn.
@@ -46,6 +51,15 @@ PLAN = (
     ("dgx-a", "two-hardware-faults", None, 4),
     ("dgx-a", "nvswitch-fatal", None, 4),
     ("dgx-a", "gpu-thermal-slowdown", None, 4),
+    ("dgx-a", "collective-hang", None, 4),
+    ("dgx-b", "collective-hang", None, 4),
+    ("dgx-b", "hang-after-completion", None, 2),
+    ("dgx-b", "gpu-fallen-off-bus", "gpu-b200-107", 4),
+    ("dgx-b", "gpu-fallen-off-bus", "gpu-b200-107", 2),
+    ("dgx-b", "ib-port-down", None, 4),
+    ("dgx-b", "python-exception", None, 4),
+    ("dgx-b", "host-oom", None, 2),
+    ("dgx-b", "slurm-time-limit", None, 4),
     ("gke-ml", "gpu-ecc-dbe", 11, 4),
     ("gke-ml", "gpu-ecc-dbe", 11, 2),
     ("gke-ml", "gpu-fallen-off-bus", None, 4),
@@ -84,21 +98,24 @@ def plan_demo_set(seed: int, *, now: datetime) -> list[DemoAttempt]:
     if now.tzinfo is None:
         raise ValueError("now must be an aware datetime")
     rng = random.Random(f"demo-set:{seed}")
-    gke = gke_nodes(seed, 16)
+    pools = {"dgx-a": DGX_A, "dgx-b": DGX_B, "gke-ml": gke_nodes(seed, 16)}
     first = now - WINDOW
     offsets = sorted(rng.uniform(0, (WINDOW - timedelta(hours=16)).total_seconds()) for _ in PLAN)
     order = list(PLAN)
     rng.shuffle(order)
-    slurm_job = rng.randrange(4_100_000, 4_200_000)
+    slurm_jobs = {"dgx-a": rng.randrange(4_100_000, 4_200_000), "dgx-b": rng.randrange(880_000, 990_000)}
     attempts = []
     for index, ((cluster, kind, offender, count), offset) in enumerate(zip(order, offsets, strict=True)):
         start = (first + timedelta(seconds=offset)).replace(microsecond=0)
-        pool = DGX_A if cluster == "dgx-a" else gke
+        pool = pools[cluster]
         culprit = pool[offender] if isinstance(offender, int) else offender
         nodes = _allocate(rng, pool, count, culprit)
         name = rng.choice(JOB_NAMES)
-        slurm_job += rng.randrange(150, 2600)
-        job_id = str(slurm_job) if cluster == "dgx-a" else kueue_job_id(seed * 1000 + index, name)
+        if cluster in slurm_jobs:
+            slurm_jobs[cluster] += rng.randrange(150, 2600)
+            job_id = str(slurm_jobs[cluster])
+        else:
+            job_id = kueue_job_id(seed * 1000 + index, name)
         attempts.append(DemoAttempt(cluster, kind, job_id, 0, nodes, start, culprit, name, seed * 1000 + index))
         if kind == REQUEUED:
             again = start + timedelta(hours=6, minutes=rng.uniform(5, 40))
@@ -133,7 +150,6 @@ def write_demo_attempts(root: Path, seed: int = 1, *, now: datetime) -> list[Wri
     """Write every attempt of the demo set under ``root/<cluster>/<job>-<attempt>``; their intended diagnoses."""
     written = []
     for planned in plan_demo_set(seed, now=now):
-        site = DGX_B200 if planned.cluster == "dgx-a" else GKE_A3_ULTRA
         written.append(
             KINDS[planned.kind].write(
                 Path(root) / planned.directory,
@@ -142,7 +158,7 @@ def write_demo_attempts(root: Path, seed: int = 1, *, now: datetime) -> list[Wri
                 nodes=planned.nodes,
                 start=planned.start,
                 seed=planned.seed,
-                site=site,
+                site=SITES[planned.cluster],
                 attempt=planned.attempt,
                 culprit=planned.culprit,
                 name=planned.name,
@@ -152,5 +168,5 @@ def write_demo_attempts(root: Path, seed: int = 1, *, now: datetime) -> list[Wri
 
 
 def write_demo_set(root: Path, seed: int = 1, *, now: datetime) -> list[Path]:
-    """Write the demo set (about three dozen failed attempts) under ``root``; the bundles' paths, oldest first."""
+    """Write the demo set (about four dozen failed attempts) under ``root``; the bundles' paths, oldest first."""
     return [written.path for written in write_demo_attempts(root, seed, now=now)]

@@ -68,7 +68,7 @@ class BundleDraft:
         self.culprit = culprit or rng.choice(self.nodes)
         self.user, self.uid = rng.choice(USERS)
         self.name = name or rng.choice(JOB_NAMES)
-        launcher = "pod" if site.scheduler == "kueue" else rng.choice(("srun", "torchrun"))
+        launcher = rng.choice(site.launchers) if len(site.launchers) > 1 else site.launchers[0]
         self.training = Training(
             rng=rng, site=site, zone=self.zone, nodes=self.nodes, name=self.name, launcher=launcher
         )
@@ -150,6 +150,9 @@ class BundleDraft:
                 self.start, f"MASTER_ADDR={head} MASTER_PORT=29500 WORLD_SIZE={training.world} NNODES={len(self.nodes)}"
             )
             for node in self.nodes:
+                if training.launcher == "pdsh":
+                    self.pdsh_session(node)
+                    continue
                 noise.slurmd_launch(
                     self.logs[node],
                     self.rng,
@@ -162,6 +165,18 @@ class BundleDraft:
         else:
             self.admit()
         return training.launch(self.after(self.start, 4, 12))
+
+    def pdsh_session(self, node: str) -> None:
+        """The batch script starts on the first node; pdsh then logs in to every node over ssh."""
+        log = self.logs[node]
+        head = self.nodes[0]
+        if node == head:
+            log.daemon(
+                self.after(self.start, 0.2, 1.5),
+                f"slurmd[{self.rng.randrange(2800, 4200)}]",
+                f"slurmd: Launching batch job {self.job_id} for UID {self.uid}",
+            )
+        noise.ssh_login(log, self.rng, self.after(self.start, 5, 9), self.user, self.uid, self.training.ips[head])
 
     def admit(self) -> None:
         """Kueue admits the workload and its pods start on the attempt's nodes."""
@@ -227,6 +242,8 @@ class BundleDraft:
         suffix = f" {banner}" if banner else ""
         stepd = "slurmstepd: error: ***"
         self.training.step(moment, f"{stepd} JOB {self.job_id} ON {head} CANCELLED AT {local}{suffix} ***")
+        if self.training.launcher == "pdsh":  # no srun, no job step: the batch script ran pdsh
+            return
         if step:
             self.training.step(moment, f"{stepd} STEP {self.job_id}.0 ON {head} CANCELLED AT {local}{suffix} ***")
         aborted = f"srun: Job step aborted: Waiting up to {wait} seconds for job step to finish."
@@ -348,7 +365,8 @@ class BundleDraft:
             record["exit_code"] = self.exit_code
         if self.reason:
             record["reason"] = self.reason
-        record["tasks_per_node"] = self.training.gpus_per_node
+        if self.training.launcher != "pdsh":  # pdsh labels lines with hosts only: no rank map
+            record["tasks_per_node"] = self.training.gpus_per_node
         record["timezone"] = self.site.timezone
         return record
 

@@ -71,27 +71,40 @@ def system_background(log: SystemLog, rng: random.Random, begin: datetime, end: 
     _kernel_chatter(log, rng, begin, end, bad_dimm)
 
 
+def ssh_login(
+    log: SystemLog,
+    rng: random.Random,
+    moment: datetime,
+    user: str,
+    uid: int,
+    origin: str,
+    *,
+    number: int | None = None,
+    logind: str | None = None,
+) -> str:
+    """sshd accepting a login from ``origin`` and logind starting its session ``number``; returns sshd's ident."""
+    sshd = f"sshd[{rng.randrange(100_000, 999_999)}]"
+    key = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") for _ in range(43))
+    number = number or rng.randrange(1200, 9000)
+    logind = logind or f"systemd-logind[{rng.randrange(1200, 2200)}]"
+    port = rng.randrange(32768, 60999)
+    log.daemon(moment, sshd, f"Accepted publickey for {user} from {origin} port {port} ssh2: ED25519 SHA256:{key}")
+    log.daemon(moment, sshd, f"pam_unix(sshd:session): session opened for user {user}(uid={uid}) by (uid=0)")
+    log.daemon(moment, logind, f"New session {number} of user {user}.")
+    log.daemon(moment, "systemd[1]", f"Started session-{number}.scope - Session {number} of User {user}.")
+    return sshd
+
+
 def _ssh_sessions(log: SystemLog, rng: random.Random, begin: datetime, end: datetime) -> None:
     logind = f"systemd-logind[{rng.randrange(1200, 2200)}]"
     moment = begin + timedelta(minutes=rng.uniform(5, 50))
     session = rng.randrange(1200, 9000)
     while moment < end:
         user, uid = rng.choice((("svc-monitor", 990), ("root", 0), ("ops", 1002)))
-        pid = rng.randrange(100_000, 999_999)
-        key = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") for _ in range(43))
-        log.daemon(
-            moment,
-            f"sshd[{pid}]",
-            f"Accepted publickey for {user} from 10.0.{rng.randrange(0, 3)}.{rng.randrange(2, 250)} "
-            f"port {rng.randrange(32768, 60999)} ssh2: ED25519 SHA256:{key}",
-        )
-        log.daemon(
-            moment, f"sshd[{pid}]", f"pam_unix(sshd:session): session opened for user {user}(uid={uid}) by (uid=0)"
-        )
-        log.daemon(moment, logind, f"New session {session} of user {user}.")
-        log.daemon(moment, "systemd[1]", f"Started session-{session}.scope - Session {session} of User {user}.")
+        origin = f"10.0.{rng.randrange(0, 3)}.{rng.randrange(2, 250)}"
+        sshd = ssh_login(log, rng, moment, user, uid, origin, number=session, logind=logind)
         closed = moment + timedelta(seconds=rng.uniform(3, 240))
-        log.daemon(closed, f"sshd[{pid}]", f"pam_unix(sshd:session): session closed for user {user}")
+        log.daemon(closed, sshd, f"pam_unix(sshd:session): session closed for user {user}")
         log.daemon(closed, logind, f"Session {session} logged out. Waiting for processes to exit.")
         session += rng.randrange(1, 40)
         moment += timedelta(minutes=rng.uniform(40, 160))

@@ -1,8 +1,15 @@
 """What a cluster looks like from its logs: scheduler, hardware, how system logs are collected, names.
 
 A kind writes its bundle for one ``Site``. The demo set uses one site per cluster; a single bundle
-takes a site varied by its seed (time zone, log collection), so that the same failure is seen through
-the different forms real systems print.
+takes a site varied by its seed (time zone, log collection, how jobs are launched), so that the same
+failure is seen through the different forms real systems print.
+
+How jobs are launched decides the shape of the workload's output: ``srun`` (one task per GPU, every
+line labelled with its rank), ``torchrun`` (one agent per node, a file per node, workers labelled
+``[default3]:``), ``pod`` (Kubernetes, a log per pod) or ``pdsh``: DeepSpeed's launcher starts
+``deepspeed.launcher.launch`` on every node over pdsh, and pdsh gathers every node's output into the
+job's one output file, each line prefixed with the host it came from (``dgx-b200-0403: ...``) and with
+no rank label; such a site's attempt records carry no rank map either.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from dataclasses import dataclass, replace
 class Site:
     scheduler: str  # slurm | kueue
     timezone: str  # the zone system logs and the workload print local times in
-    system_log: str  # syslog | messages | journal | dmesg (kernel uptime) | dmesg-T
+    system_log: str  # syslog | messages | journal | dmesg (kernel uptime) | dmesg-T | dmesg-H (relative)
     gpu_model: str
     gpu_pci: tuple[str, ...]  # the GPUs' PCI addresses, as NVRM prints them (domain:bus:device)
     driver: str
@@ -26,11 +33,12 @@ class Site:
     partition: str
     checkpoint_root: str
     image: str
+    launchers: tuple[str, ...]  # how its users launch jobs: srun | torchrun | pod | pdsh
 
     @property
     def system_stream(self) -> str:
         """The bundle's stream name (file stem) for this site's system log."""
-        return "dmesg" if self.system_log == "dmesg-T" else self.system_log
+        return "dmesg" if self.system_log.startswith("dmesg") else self.system_log
 
 
 DGX_B200 = Site(
@@ -64,6 +72,7 @@ DGX_B200 = Site(
     partition="batch",
     checkpoint_root="/lustre/fs1/checkpoints",
     image="",
+    launchers=("srun", "torchrun"),
 )
 
 GKE_A3_ULTRA = Site(
@@ -97,24 +106,40 @@ GKE_A3_ULTRA = Site(
     partition="",
     checkpoint_root="/data/checkpoints",
     image="us-docker.pkg.dev/ml-platform/train/pytorch:24.12-py3",
+    launchers=("pod",),
 )
 
-SLURM_VARIANTS = (
-    ("Europe/Paris", "syslog"),
-    ("America/Chicago", "journal"),
-    ("UTC", "dmesg"),
-    ("Asia/Tokyo", "messages"),
-    ("America/Los_Angeles", "dmesg-T"),
+# A second DGX B200 site: its nodes' kernel logs are kept as `dmesg -H` prints them, and its users
+# launch DeepSpeed over pdsh (one output file for every node, lines labelled by host only).
+DGX_B200_PDSH = replace(
+    DGX_B200,
+    timezone="America/Chicago",
+    system_log="dmesg-H",
+    partition="gpu",
+    checkpoint_root="/scratch/ckpt",
+    launchers=("pdsh",),
 )
-KUEUE_VARIANTS = (("UTC", "dmesg"), ("UTC", "dmesg-T"), ("UTC", "journal"))
+
+SRUN_OR_TORCHRUN, PDSH = ("srun", "torchrun"), ("pdsh",)
+SLURM_VARIANTS = (
+    ("Europe/Paris", "syslog", SRUN_OR_TORCHRUN),
+    ("America/Chicago", "journal", SRUN_OR_TORCHRUN),
+    ("UTC", "dmesg", SRUN_OR_TORCHRUN),
+    ("Asia/Tokyo", "messages", SRUN_OR_TORCHRUN),
+    ("America/Los_Angeles", "dmesg-T", SRUN_OR_TORCHRUN),
+    ("America/New_York", "dmesg-H", SRUN_OR_TORCHRUN),
+    ("Europe/Berlin", "syslog", PDSH),
+    ("America/Chicago", "dmesg-H", PDSH),
+)
+KUEUE_VARIANTS = (("UTC", "dmesg"), ("UTC", "dmesg-T"), ("UTC", "journal"), ("UTC", "dmesg-H"))
 
 
 def site_for(scheduler: str, seed: int) -> Site:
-    """The site a single bundle is written for: time zone and log collection vary with ``seed``."""
+    """The site a single bundle is written for: time zone, log collection and launcher vary with ``seed``."""
     rng = random.Random(f"site:{scheduler}:{seed}")
     if scheduler == "slurm":
-        zone, form = rng.choice(SLURM_VARIANTS)
-        return replace(DGX_B200, timezone=zone, system_log=form)
+        zone, form, launchers = rng.choice(SLURM_VARIANTS)
+        return replace(DGX_B200, timezone=zone, system_log=form, launchers=launchers)
     zone, form = rng.choice(KUEUE_VARIANTS)
     return replace(GKE_A3_ULTRA, timezone=zone, system_log=form)
 

@@ -2,8 +2,11 @@
 
 Lines are recorded with their true moment and rendered at the end, in time order, in the form of
 the site: classic syslog with a host field (local time, no year), ``journalctl -o short-iso``,
-``dmesg -T`` or raw kernel uptime. A raw dmesg keeps the boot messages, among them the RTC line
-that ties uptime to the wall clock. dmesg holds only kernel messages; the other forms hold daemons too.
+``dmesg -T``, ``dmesg -H`` or raw kernel uptime. A raw dmesg keeps the boot messages, among them the
+RTC line that ties uptime to the wall clock. ``dmesg -H`` (util-linux sys-utils/dmesg.c, print_record,
+DMESG_TIMEFTM_RELTIME) prints the local minute when it changes and otherwise only the time since the
+previous line, so most of its lines carry no time of their own. dmesg holds only kernel messages; the
+other forms hold daemons too.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from demo import timestamps
 
-FORMS = ("syslog", "messages", "journal", "dmesg", "dmesg-T")
+FORMS = ("syslog", "messages", "journal", "dmesg", "dmesg-T", "dmesg-H")
 
 
 class SystemLog:
@@ -31,7 +34,7 @@ class SystemLog:
 
     @property
     def kernel_only(self) -> bool:
-        return self.form in ("dmesg", "dmesg-T")
+        return self.form in ("dmesg", "dmesg-T", "dmesg-H")
 
     def kernel(self, moment: datetime, text: str) -> None:
         self.entries.append((moment, len(self.entries), None, text))
@@ -47,9 +50,27 @@ class SystemLog:
 
     def render(self) -> bytes:
         entries = sorted(e for e in self.entries if self.until is None or e[0] <= self.until)
-        lines = self._boot_lines() if self.form == "dmesg" else []
-        lines.extend(self._line(moment, ident, text) for moment, _, ident, text in entries)
+        if self.form == "dmesg-H":
+            lines = self._relative_lines([(moment, text) for moment, _, _, text in entries])
+        else:
+            lines = self._boot_lines() if self.form == "dmesg" else []
+            lines.extend(self._line(moment, ident, text) for moment, _, ident, text in entries)
         return ("\n".join(lines) + "\n").encode()
+
+    def _relative_lines(self, entries: list[tuple[datetime, str]]) -> list[str]:
+        """``dmesg -H``: the local minute on the first line of each minute, the delta to the previous line
+        on the others."""
+        lines, previous, minute = [], None, None
+        for moment, text in entries:
+            local = moment.astimezone(self.zone)
+            now = (local.timetuple().tm_yday, local.hour, local.minute)
+            if now != minute:
+                stamp = timestamps.dmesg_minute(moment, self.zone)
+            else:
+                stamp = timestamps.dmesg_relative((moment - previous).total_seconds())
+            lines.append(f"{stamp} {text}")
+            previous, minute = moment, now
+        return lines
 
     def _line(self, moment: datetime, ident: str | None, text: str) -> str:
         since_boot = (moment - self.boot).total_seconds()

@@ -29,6 +29,17 @@ def dmesg_t(moment: datetime, zone: tzinfo) -> str:
     return f"[{WEEKDAYS[local.weekday()]} {MONTHS[local.month - 1]} {local.day:>2} {local:%H:%M:%S} {local.year}]"
 
 
+def dmesg_minute(moment: datetime, zone: tzinfo) -> str:
+    """``dmesg -H``'s stamp when the minute changes (strftime ``%b%e %H:%M``): ``[Nov 2 10:14]``, ``[Nov12 10:14]``."""
+    local = moment.astimezone(zone)
+    return f"[{MONTHS[local.month - 1]}{local.day:>2} {local:%H:%M}]"
+
+
+def dmesg_relative(seconds: float) -> str:
+    """``dmesg -H``'s stamp within a minute: the time since the previous line, ``[  +0.000844]``, ``[ +12.345678]``."""
+    return f"[  {seconds:+8.6f}]" if seconds < 10 else f"[ {seconds:+9.6f}]"
+
+
 def uptime(seconds: float) -> str:
     """The kernel's own stamp, seconds since boot: ``[12345.678901]``."""
     micro = round(seconds * 1_000_000)

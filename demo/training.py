@@ -1,6 +1,6 @@
 """A distributed PyTorch training run: its ranks, what they print, and the launcher around them.
 
-Three launchers, as clusters run them:
+Four launchers, as clusters run them:
 
 - ``srun``: one Slurm task per GPU; all ranks write to ``logs/slurm-<job>.out`` with srun's
   ``--label`` prefix (``3: ``). Slurm does not kill the other tasks when one fails (KillOnBadExit=0),
@@ -11,6 +11,12 @@ Three launchers, as clusters run them:
   later) and reports the failure; the other nodes know nothing until their watchdog fires.
 - ``pod``: Kubernetes pods running torchrun, one per node, each pod's log in
   ``logs/<node>/<pod>.log``. A failed pod fails the Job, and the Job's other pods are killed.
+- ``pdsh``: DeepSpeed's runner (in the Slurm batch script) starts ``deepspeed.launcher.launch`` on
+  every node over pdsh (DeepSpeed 0.16, deepspeed/launcher/runner.py, multinode_runner.py, launch.py).
+  pdsh writes every node's output to the job's ``.out`` file, each line prefixed ``<host>: `` (pdsh
+  src/pdsh/dsh.c) and with no rank label. Each node's launcher, like torchrun's agent, stops its
+  node's workers when one fails and exits with that worker's code, which pdsh reports
+  (``pdsh@<head>: <host>: ssh exited with exit code 250``); the other nodes run on.
 
 Every line is recorded with its true moment and rendered in time order; lines that carry no
 timestamp of their own (tracebacks, NCCL's INFO lines) are still placed where they were printed.
@@ -18,6 +24,8 @@ timestamp of their own (tracebacks, NCCL's INFO lines) are still placed where th
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -27,6 +35,8 @@ from demo.sites import Site
 from demo.slurm import task_list
 
 NCCL_VERSION = "2.23.4"
+PYTHON = "/usr/bin/python3"
+DS_CONFIG = ("--deepspeed", "--deepspeed_config", "ds_config.json")
 SIGNALS = {-6: "Aborted", -9: "Killed", -15: "Terminated"}
 COLLECTIVES = (
     ("ALLREDUCE", 2106881),
@@ -67,7 +77,9 @@ class Training:
         self.nodes = nodes
         self.name = name
         self.launcher = launcher
-        self.style = rng.choice(("megatron", "logging"))
+        # how the training loop reports its progress: Megatron-LM's iteration lines, DeepSpeed's step lines or a
+        # custom script's Python logging
+        self.style = rng.choice(("megatron", "deepspeed") if launcher == "pdsh" else ("megatron", "logging"))
         self.script = rng.choice(("pretrain_gpt.py", "train.py", "scripts/train_llm.py"))
         self.python = "python3.10"
         self.ranks: list[Rank] = []
@@ -101,6 +113,7 @@ class Training:
         self.container_deaths: list[tuple[datetime, str]] = []  # Kubernetes: (when, node) a pod's container died
         self.settled = False
         self.launched = False  # the workers exist (the rendezvous completed)
+        self.environment = {"NCCL_DEBUG": "INFO"}  # the job's NCCL settings (DeepSpeed's launcher lists them)
 
     # -- who is where --
 
@@ -139,8 +152,17 @@ class Training:
         for text in texts:
             self._add(moment, "agent", node, text)
 
+    def deepspeed(self, node: str | None, moment: datetime, level: str, source: str, message: str) -> None:
+        """A line of DeepSpeed's logger: of the launcher on ``node``, or of the runner (``node`` None)."""
+        text = f"[{timestamps.python_logging(moment, self.zone)}] [{level}] [{source}] {message}"
+        if node is None:
+            self.step(moment, text)
+        else:
+            self._add(moment, "agent", node, text)
+
     def step(self, moment: datetime, text: str) -> None:
-        """A line of srun or slurmstepd in the job's output file."""
+        """A line of the batch script's own processes in the job's output file (srun, slurmstepd, DeepSpeed's
+        runner, pdsh)."""
         self._add(moment, "step", None, text)
 
     def nccl(self, rank: Rank, moment: datetime, level: str, text: str, thread: int = 0, source: str = "") -> None:
@@ -157,11 +179,80 @@ class Training:
         for text in pytorch.torchrun_banner():
             self.agent(node, moment, "W", "torch/distributed/run.py:793", text)
 
+    def start_launchers(self, moment: datetime) -> None:
+        """The per-node launchers start (torchrun's agents, DeepSpeed's launchers over pdsh)."""
+        if self.launcher == "srun":
+            return
+        if self.launcher == "pdsh":
+            self._pdsh_runner(moment)
+            moment += timedelta(seconds=self.rng.uniform(1.0, 2.5))
+        for node in self.nodes:
+            at = moment + timedelta(seconds=self.rng.uniform(0.5, 3.0))
+            if self.launcher == "pdsh":
+                self._deepspeed_launch(node, at)
+            else:
+                self.agent_banner(node, at)
+
+    @property
+    def world_info(self) -> dict[str, list[int]]:
+        """DeepSpeed's resource pool: each node's GPUs."""
+        return {node: list(range(self.gpus_per_node)) for node in self.nodes}
+
+    def worker_command(self, local: int) -> list[str]:
+        """The command DeepSpeed's launcher starts for one local rank."""
+        return [PYTHON, "-u", self.script, f"--local_rank={local}", *DS_CONFIG]
+
+    def _pdsh_runner(self, moment: datetime) -> None:
+        """The ``deepspeed`` runner in the batch script: its command line, which runs pdsh."""
+        head = self.nodes[0]
+        encoded = base64.urlsafe_b64encode(json.dumps(self.world_info).encode()).decode()
+        workers = ",".join(self.nodes)
+        exports = "".join(f"export {key}={value}; " for key, value in self.environment.items())
+        self.deepspeed(
+            None, moment, "INFO", "runner.py:496:main", f"Using IP address of {self.ips[head]} for node {head}"
+        )
+        self.deepspeed(
+            None, moment, "INFO", "multinode_runner.py:81:get_cmd", f"Running on the following workers: {workers}"
+        )
+        self.deepspeed(
+            None,
+            moment,
+            "INFO",
+            "runner.py:607:main",
+            f"cmd = pdsh -S -f 1024 -w {workers} export PYTHONPATH=/workspace; {exports}cd /workspace; {PYTHON} -u -m "
+            f"deepspeed.launcher.launch --world_info={encoded} --node_rank=%n --master_addr={self.ips[head]} "
+            f"--master_port=29500 {self.script} {' '.join(DS_CONFIG)}",
+        )
+
+    def _deepspeed_launch(self, node: str, moment: datetime) -> None:
+        """``deepspeed.launcher.launch`` starting on ``node``: the world it reads, then one process per GPU."""
+        index = self.nodes.index(node)
+        for key, value in self.environment.items():
+            self.deepspeed(node, moment, "INFO", "launch.py:139:main", f"{index} {key}={value}")
+        mapping = {n: [r.number for r in self.on(n)] for n in self.nodes}
+        for source, message in (
+            ("launch.py:146:main", f"WORLD INFO DICT: {self.world_info}"),
+            (
+                "launch.py:152:main",
+                f"nnodes={len(self.nodes)}, num_local_procs={self.gpus_per_node}, node_rank={index}",
+            ),
+            ("launch.py:163:main", f"global_rank_mapping=defaultdict(<class 'list'>, {mapping})"),
+            ("launch.py:164:main", f"dist_world_size={self.world}"),
+            ("launch.py:168:main", f"Setting CUDA_VISIBLE_DEVICES={','.join(map(str, range(self.gpus_per_node)))}"),
+        ):
+            self.deepspeed(node, moment, "INFO", source, message)
+        for rank in self.on(node):
+            self.deepspeed(
+                node,
+                moment + timedelta(milliseconds=5 * rank.local),
+                "INFO",
+                "launch.py:256:main",
+                f"process {rank.pid} spawned with command: {self.worker_command(rank.local)}",
+            )
+
     def launch(self, moment: datetime) -> datetime:
-        """torchrun's banner, NCCL's initialisation on every rank; returns when training starts."""
-        if self.launcher != "srun":
-            for node in self.nodes:
-                self.agent_banner(node, moment + timedelta(seconds=self.rng.uniform(0.5, 3.0)))
+        """The launchers start, NCCL initialises on every rank; returns when training starts."""
+        self.start_launchers(moment)
         self.launched = True
         init = moment + timedelta(seconds=self.rng.uniform(25, 70))
         comm_id = self.rng.getrandbits(64)
@@ -206,7 +297,7 @@ class Training:
         moment = begin
         next_checkpoint = begin + timedelta(minutes=self.checkpoint_every)
         slowdown = 1.0
-        while True:
+        while self.iteration < self.train_iters:
             if slow_from is not None and moment >= slow_from:
                 slowdown = min(slowdown * self.rng.uniform(1.6, 2.4), 60.0)
             interval = timedelta(seconds=self.seconds_per_iteration * self.log_interval * slowdown)
@@ -226,6 +317,12 @@ class Training:
     def _iteration_line(self, moment: datetime, diverged: bool, slowdown: float) -> str:
         elapsed = self.seconds_per_iteration * slowdown * 1000 * self.rng.uniform(0.98, 1.02)
         norm = "nan" if diverged else f"{self.rng.uniform(0.15, 1.4):.3f}"
+        if self.style == "deepspeed":  # deepspeed/runtime/engine.py _report_progress, through log_dist
+            lr = 3e-4 * (1 - self.iteration / self.train_iters)
+            return (
+                f"[{timestamps.python_logging(moment, self.zone)}] [INFO] [logging.py:128:log_dist] [Rank 0] "
+                f"step={self.iteration}, skipped={int(diverged)}, lr=[{lr!r}], mom=[(0.9, 0.95)]"
+            )
         if self.style == "megatron":
             loss = "nan" if diverged else f"{self.loss:.6E}"
             return (
@@ -245,7 +342,22 @@ class Training:
 
     def _checkpoint(self, rank: Rank, moment: datetime) -> None:
         path = f"{self.site.checkpoint_root}/{self.name}"
-        if self.style == "megatron":
+        if self.style == "deepspeed":  # deepspeed/runtime/checkpoint_engine/torch_checkpoint_engine.py
+            tag = f"global_step{self.iteration}"
+            stamp = timestamps.python_logging(moment, self.zone)
+            self.print(
+                rank,
+                moment,
+                f"[{stamp}] [INFO] [logging.py:128:log_dist] [Rank 0] [Torch] Checkpoint {tag} is about to be saved!",
+            )
+            done = moment + timedelta(seconds=self.rng.uniform(20, 70))
+            stamp = timestamps.python_logging(done, self.zone)
+            self.print(
+                rank,
+                done,
+                f"[{stamp}] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch] Checkpoint {tag} is ready now!",
+            )
+        elif self.style == "megatron":
             self.print(rank, moment, f"saving checkpoint at iteration {self.iteration:>8} to {path}")
             done = moment + timedelta(seconds=self.rng.uniform(20, 70))
             self.print(rank, done, f"  successfully saved checkpoint at iteration {self.iteration:>8} to {path}")
@@ -256,6 +368,11 @@ class Training:
                 f"{timestamps.python_logging(moment, self.zone)} - INFO - checkpoint - "
                 f"saving step {self.iteration} to {path}/step_{self.iteration:08d}",
             )
+
+    def completed(self, moment: datetime) -> None:
+        """Megatron-LM's training loop is over (megatron/training/training.py, print_datetime on rank 0)."""
+        stamp = f"{moment.astimezone(self.zone):%Y-%m-%d %H:%M:%S.%f}"
+        self.print(self.ranks[0], moment, f"[after training is done] datetime: {stamp} ")
 
     def collective(self) -> tuple[int, str, int]:
         """The collective in flight when the job stops making progress: (SeqNum, OpType, numel)."""
@@ -268,8 +385,9 @@ class Training:
         base = 0x7F0000000000 | (self.rng.getrandbits(32) << 8)
         return [base + self.rng.randrange(0x10000, 0x900000) for _ in range(4)]
 
-    def watchdog_timeout(self, rank: Rank, moment: datetime, seq: int, op: str, numel: int) -> None:
-        """The NCCL watchdog gives up on a collective and takes the process down (SIGABRT)."""
+    def watchdog_report(self, rank: Rank, moment: datetime, seq: int, op: str, numel: int) -> str:
+        """The NCCL watchdog reports a collective that timed out; returns its message. Without async error
+        handling (TORCH_NCCL_ASYNC_ERROR_HANDLING=0) that is all: the rank stays blocked in the collective."""
         ran = 600_000 + self.rng.randrange(5, 120)
         caught = pytorch.watchdog_caught(rank.number, seq, op, numel, ran)
         pg = pytorch.PG.format(rank=rank.number)
@@ -291,6 +409,12 @@ class Training:
             "potentially because FlightRecorder is disabled. You can enable it by setting "
             "TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.",
         )
+        return caught
+
+    def watchdog_timeout(self, rank: Rank, moment: datetime, seq: int, op: str, numel: int) -> None:
+        """The NCCL watchdog gives up on a collective and takes the process down (SIGABRT)."""
+        caught = self.watchdog_report(rank, moment, seq, op, numel)
+        pg = pytorch.PG.format(rank=rank.number)
         later = moment + timedelta(seconds=self.rng.uniform(3.5, 4.5))
         self.c10(
             rank,
@@ -391,7 +515,7 @@ class Training:
         return True
 
     def _first_failure(self, node: str) -> datetime | None:
-        return min((r.ended for r in self.on(node) if r.ended is not None and not r.lost), default=None)
+        return min((r.ended for r in self.on(node) if r.ended is not None and r.code and not r.lost), default=None)
 
     # -- the launcher tears the job down --
 
@@ -405,9 +529,9 @@ class Training:
     def settle(self) -> None:
         """Work out the launcher's teardown, in time order, once every rank's own fate is known.
 
-        torchrun: the first failure on a node makes its agent stop the node's other workers and report.
-        Kubernetes: the first failed pod fails the Job, whose other pods are then killed. The scheduler's
-        signal stops whatever still runs. srun reports each task's end.
+        torchrun, DeepSpeed's launcher: the first failure on a node makes its launcher stop the node's other
+        workers and report. Kubernetes: the first failed pod fails the Job, whose other pods are then killed.
+        The scheduler's signal stops whatever still runs. srun and pdsh report each node's or task's end.
         """
         if self.settled:
             return
@@ -416,6 +540,13 @@ class Training:
             self._srun_settle()
             self._srun_task_lines()
             return
+        if self.launcher == "pdsh":
+            for rank in self.ranks:
+                if rank.code == 0:  # DeepSpeed's launcher polls its workers every second
+                    at = rank.ended + timedelta(seconds=self.rng.uniform(0.05, 1.0))
+                    self.deepspeed(
+                        rank.node, at, "INFO", "launch.py:351:main", f"Process {rank.pid} exits successfully."
+                    )
         done: set[str] = set()
         dead = {node for _, node in self.container_deaths}
         while True:
@@ -450,6 +581,8 @@ class Training:
 
     def _agent_reacts(self, node: str, first: datetime) -> datetime:
         """The node's agent saw a worker fail at ``first``: it stops the others and reports; returns its exit."""
+        if self.launcher == "pdsh":
+            return self._deepspeed_reacts(node, first)
         detected = first + timedelta(seconds=self.rng.uniform(0.2, 0.9))
         last = detected
         for rank in self.on(node):
@@ -502,15 +635,47 @@ class Training:
         self.exits.append((exited, node, "Exited with exit code 1"))
         return exited
 
+    def _deepspeed_reacts(self, node: str, first: datetime) -> datetime:
+        """DeepSpeed's launcher on ``node`` saw a worker exit non-zero at its next poll: it terminates every
+        worker it started, one after the other (SIGTERM, SIGKILL after 30 s), logs the failed worker's code
+        against the last worker's command line, and exits with that code; returns when it exited."""
+        failed = min((r for r in self.on(node) if r.code and r.ended == first), key=lambda r: r.local)
+        moment = first + timedelta(seconds=self.rng.uniform(0.1, 1.0))
+        for rank in self.on(node):
+            self.deepspeed(node, moment, "INFO", "launch.py:319:sigkill_handler", f"Killing subprocess {rank.pid}")
+            if not rank.lost and (rank.ended is None or rank.ended > moment):
+                if rank.stuck:
+                    rank.ended, rank.code = moment + timedelta(seconds=30, milliseconds=self.rng.randrange(5, 60)), -9
+                else:
+                    rank.ended, rank.code = moment + timedelta(milliseconds=self.rng.randrange(80, 1200)), -15
+                moment = rank.ended
+            moment += timedelta(milliseconds=self.rng.randrange(1, 15))
+        self.deepspeed(
+            node,
+            moment,
+            "ERROR",
+            "launch.py:325:sigkill_handler",
+            f"{self.worker_command(self.gpus_per_node - 1)} exits with return code = {failed.code}",
+        )
+        exited = moment + timedelta(milliseconds=self.rng.randrange(100, 600))
+        self.exits.append((exited, node, f"ssh exited with exit code {failed.code % 256}"))
+        return exited
+
     def _terminate(self, node: str, moment: datetime) -> None:
         """The node's part of the job is stopped from outside.
 
         Slurm signals every process of the step: torchrun's agent stops its workers and dies of the signal
         (SignalException). A pod's PID 1 is the ``bash -c`` that started torchrun and ignores SIGTERM, so
-        the kubelet kills the container silently when the 30 s grace period is over.
+        the kubelet kills the container silently when the 30 s grace period is over. With pdsh, Slurm signals
+        the batch script, the runner and pdsh: their ssh sessions close and the nodes' processes are killed
+        with nothing more written to the output.
         """
         ranks = [r for r in self.on(node) if not r.lost and (r.ended is None or r.ended > moment)]
         if not ranks:
+            return
+        if self.launcher == "pdsh":
+            for rank in ranks:
+                rank.ended, rank.code = moment + timedelta(milliseconds=self.rng.randrange(100, 2500)), -15
             return
         if self.launcher == "pod":
             killed = moment + timedelta(seconds=30, milliseconds=self.rng.randrange(5, 90))
@@ -555,8 +720,14 @@ class Training:
                     rank.code = -15
 
     def _srun_task_lines(self) -> None:
-        """srun's report of each task's end (Slurm only): one line per node and status, as tasks end."""
+        """srun's (or pdsh's) report of each task's (or node's) end: one line per node and status, as they end."""
         if self.launcher == "pod":
+            return
+        if self.launcher == "pdsh":
+            for moment, node, how in self.exits:
+                self.step(
+                    moment + timedelta(milliseconds=self.rng.randrange(5, 80)), f"pdsh@{self.nodes[0]}: {node}: {how}"
+                )
             return
         if self.launcher == "torchrun":
             for moment, node, how in self.exits:
@@ -566,7 +737,7 @@ class Training:
                 self.step(at, f"srun: error: {node}: task {self.nodes.index(node)}: {how}")
             return
         for node in self.nodes:
-            ended = sorted((r for r in self.on(node) if r.code is not None), key=lambda r: (r.ended, r.local))
+            ended = sorted((r for r in self.on(node) if r.code), key=lambda r: (r.ended, r.local))
             groups: list[list[Rank]] = []
             for rank in ended:
                 previous = groups[-1][-1] if groups else None
@@ -601,9 +772,13 @@ class Training:
                 if self.launcher == "srun":
                     out.setdefault(scheduler_output, []).append(f"{rank.number}: {text}")
                     continue
-                node, text = rank.node, f"[default{rank.local}]:{text}"
+                node = rank.node
+                text = text if self.launcher == "pdsh" else f"[default{rank.local}]:{text}"
             else:
                 node = key
+            if self.launcher == "pdsh":  # pdsh prefixes each line with its host (pdsh/dsh.c: "%S: %s")
+                out.setdefault(scheduler_output, []).append(f"{node}: {text}")
+                continue
             stem = "torchrun" if self.launcher == "torchrun" else self.pods[node]
             out.setdefault(f"logs/{node}/{stem}.log", []).append(text)
         return {path: ("\n".join(lines) + "\n").encode() for path, lines in out.items()}

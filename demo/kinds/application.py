@@ -68,9 +68,18 @@ def _oom_killer(d: BundleDraft, node: str, rank: Rank, moment: datetime, *, cgro
 
 
 def host_oom(d: BundleDraft) -> tuple[str, ...]:
-    """A rank's host memory grows until the kernel's OOM killer ends it; Slurm records OUT_OF_MEMORY."""
+    """A rank's host memory grows until the kernel's OOM killer ends it; Slurm records OUT_OF_MEMORY. A job
+    launched over pdsh runs in the user's ssh sessions, outside Slurm's cgroups: Slurm sees only the batch
+    script fail."""
     fault = d.trains_for(20, 300)
     rank = d.rank(d.culprit, d.rng.randrange(d.training.gpus_per_node))
+    if d.training.launcher == "pdsh":
+        cgroup = f"/user.slice/user-{d.uid}.slice/session-{d.rng.randrange(1200, 9000)}.scope"
+        _oom_killer(d, d.culprit, rank, fault, cgroup=cgroup)
+        d.training.end(rank, fault, -9)
+        d.cascade(fault)
+        d.failed()
+        return (d.culprit,)
     cgroup = f"/system.slice/slurmstepd.scope/job_{d.job_id}/step_0/user/task_{rank.local}"
     _oom_killer(d, d.culprit, rank, fault, cgroup=cgroup)
     d.training.end(rank, fault, -9)
@@ -184,9 +193,7 @@ def import_error(d: BundleDraft) -> tuple[str, ...]:
             ("apex", "from apex.optimizers import FusedAdam"),
         )
     )
-    if training.launcher != "srun":
-        for node in d.nodes:
-            training.agent_banner(node, started)
+    training.start_launchers(started)
     for rank in training.ranks:
         moment = d.after(started, 3, 9)
         frames = [

@@ -63,7 +63,8 @@ def node_lost(d: BundleDraft) -> tuple[str, ...]:
         f"Killing JobId={d.job_id} on failed node {node}",
         needed=True,
     )
-    d.training.step(d.after(down, 0.2, 1.0), f"srun: error: Node failure on {node}")
+    if d.training.launcher != "pdsh":
+        d.training.step(d.after(down, 0.2, 1.0), f"srun: error: Node failure on {node}")
     d.slurm_cancels(d.after(down, 1.0, 2.0), "DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS", wait=62, step=False)
     d.finish(
         "NODE_FAIL", exit_code="0:0", reason="NodeFail", completion=[f"_job_complete: JobId={d.job_id} WTERMSIG 9"]

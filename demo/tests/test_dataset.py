@@ -1,6 +1,7 @@
-"""The demo set: a month of failed attempts on two clusters, each diagnosed as its kind intends."""
+"""The demo set: a month of failed attempts on three clusters, each diagnosed as its kind intends."""
 
 import json
+import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -11,6 +12,7 @@ from demo.dataset import plan_demo_set, write_demo_attempts, write_demo_set
 from engine.bundle import load_bundle
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+RELATIVE = re.compile(r"^\[ {1,2}\+\d+\.\d{6}\] ")  # dmesg -H within a minute: "[  +0.000844] "
 
 
 @pytest.fixture(scope="module")
@@ -24,16 +26,37 @@ def test_every_attempt_is_diagnosed_as_its_kind_intends(engine, demo_set):
     assert [verdict(diagnoses[w.path]) for w in demo_set] == [w.intended() for w in demo_set]
 
 
-def test_the_set_spans_two_clusters_many_kinds_and_a_mix_of_outcomes(demo_set):
+def test_the_set_spans_three_clusters_many_kinds_and_a_mix_of_outcomes(demo_set):
     clusters = Counter(written.path.parent.name for written in demo_set)
     outcomes = Counter(written.outcome for written in demo_set)
 
-    assert 30 <= len(demo_set) <= 42
-    assert set(clusters) == {"dgx-a", "gke-ml"}
+    assert 40 <= len(demo_set) <= 50
+    assert set(clusters) == {"dgx-a", "dgx-b", "gke-ml"}
     assert len({written.kind for written in demo_set}) >= 12
     assert outcomes["attributed"] > len(demo_set) * 3 // 4
     assert outcomes["ambiguous"] >= 1
     assert outcomes["unattributed"] >= 2
+
+
+def test_the_set_shows_hangs_relative_kernel_stamps_and_workload_output_mixed_across_nodes(demo_set):
+    def record(written):
+        return json.loads((written.path / "attempt.json").read_text())
+
+    def relative(written):
+        logs = written.path.glob("logs/*/dmesg.log")
+        return any(RELATIVE.match(line) for log in logs for line in log.read_text().splitlines())
+
+    def mixed(written):  # one file for every node, lines labelled by host only, no rank map
+        outputs = [path for path in (written.path / "logs").iterdir() if path.is_file()]
+        hosts = {line.split(": ", 1)[0] for path in outputs for line in path.read_text().splitlines()}
+        return not {"ranks", "tasks_per_node"} & set(record(written)) and hosts >= set(record(written)["nodes"])
+
+    hangs = [w for w in demo_set if w.domain == "software"]
+    assert {(w.subdomain, record(w)["state"]) for w in hangs} == {("nccl", "TIMEOUT"), ("framework", "CANCELLED")}
+    assert len([w for w in demo_set if relative(w)]) >= 5
+    mixed_across_nodes = [w for w in demo_set if record(w)["scheduler"] == "slurm" and mixed(w)]
+    assert len(mixed_across_nodes) >= 5
+    assert any(w.nodes for w in mixed_across_nodes)  # a root cause on one node, told apart by the hosts alone
 
 
 def test_some_nodes_are_at_fault_again_and_again(demo_set):

@@ -98,7 +98,7 @@ def test_load_demo_ingests_the_demo_data_set_once():
     stored = Attempt.objects.count()
 
     assert stored >= 24
-    assert Attempt.objects.values("cluster").distinct().count() == 2
+    assert Attempt.objects.values("cluster").distinct().count() == 3
     assert f"{stored} stored" in output
     assert "not loaded again" in run("load_demo", "--if-empty")
     assert set(Attempt.objects.values_list("analysis_state", flat=True)) == {"analysed"}
