@@ -40,22 +40,22 @@ class Candidate:
 
     @property
     def first(self) -> float:
-        """When the cause began: its earliest exactly dated event, else the earliest bound of its events."""
-        exact = [e.time for e in self.events if e.time is not None and e.exact]
-        if exact:
-            return min(exact)
+        """When the cause began, as reported: the exact start, else the earliest time its events give."""
+        if self.exact:
+            return self.bounds[0]
         return min((e.time for e in self.events if e.time is not None), default=INFINITY)
 
     @property
-    def exact(self) -> bool:
-        return any(e.exact and e.time is not None for e in self.events)
+    def bounds(self) -> tuple[float, float]:
+        """The interval in which the cause began: no later than its earliest event could have been, no earlier
+        than the earliest bound of any of its events (a metric sample only bounds when a change happened)."""
+        return min(e.low for e in self.events), min(e.high for e in self.events)
 
     @property
-    def bounds(self) -> tuple[float, float]:
-        """The interval in which the cause began: the earliest of its events' intervals."""
-        if self.exact:
-            return self.first, self.first
-        return min(e.low for e in self.events), min(e.high for e in self.events)
+    def exact(self) -> bool:
+        """Is the start known to the second: an exact event no other event may precede?"""
+        low, high = self.bounds
+        return low == high and any(e.exact and e.time == low for e in self.events)
 
     @property
     def origin(self) -> Event:

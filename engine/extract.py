@@ -288,16 +288,17 @@ class Extractor:
             for series in context.metrics:
                 if not condition.selects(series.name, series.labels):
                     continue
-                for stamp, captures, description in _metric_hits(condition, series.samples, low, high):
+                for before, stamp, captures, description in _metric_hits(condition, series.samples, low, high):
                     captures = {**series.labels, **captures}
                     if not all(f.accepts(captures) for f in rule.filters):
                         continue
                     labels = ",".join(f'{k}="{v}"' for k, v in sorted(series.labels.items()) if k != "__name__")
                     out.append(
                         Event(
-                            rule=rule, node=nodes.canonical(series.node), time=stamp, exact=True,
+                            rule=rule, node=nodes.canonical(series.node), time=_or(before, stamp), exact=False,
                             source=series.name, kind="metrics", ref=series.ref,
                             text=f"{series.name}{{{labels}}} {description}", captures=captures, last=stamp,
+                            low=before, high=stamp,
                         )
                     )  # fmt: skip
                     if condition.function != "changes":
@@ -362,19 +363,23 @@ def _filters_for(rule: Rule, regex) -> tuple:
 
 
 def _metric_hits(condition, samples, low: float, high: float):
-    """(time, captures, description) for each sample where the condition holds inside [low, high]."""
+    """(earlier sample's time, time, captures, description) for each sample where the condition holds inside
+    [low, high]: what a sample shows happened after the sample before it, and by its own time."""
     previous = None
     base = None
+    before = None
     for stamp, value in samples:
         if stamp < low:
             previous = value
             base = value
+            before = stamp
             continue
         if stamp > high:
             break
         if condition.function == "changes":
             if previous is not None and value != previous and condition.compare(value):
                 yield (
+                    before,
                     stamp,
                     {"value": _number(value), "previous": _number(previous)},
                     (f"changed {_number(previous)} -> {_number(value)}"),
@@ -386,14 +391,16 @@ def _metric_hits(condition, samples, low: float, high: float):
                 base -= previous
             increase = value - base
             if condition.compare(increase):
-                yield stamp, {"value": _number(increase)}, f"increased by {_number(increase)}"
+                yield before, stamp, {"value": _number(increase)}, f"increased by {_number(increase)}"
         elif condition.compare(value):  # max / min: the first sample past the threshold
             yield (
+                before,
                 stamp,
                 {"value": _number(value)},
                 f"{condition.function} {condition.op} {_number(condition.threshold)}: {_number(value)}",
             )
         previous = value
+        before = stamp
 
 
 def _number(value: float) -> str:

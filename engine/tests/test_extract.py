@@ -207,10 +207,12 @@ def test_scheduler_events_metrics_and_the_attempt_record(tmp_path):
     assert found == [
         ("down", "node02", utc(2026, 11, 2, 10, 20)),
         ("timeout", None, utc(2026, 11, 2, 10, 30)),
-        ("xid-gauge", "node03", start + 1800),
+        ("xid-gauge", "node03", start + 1740),
     ]
     gauge_event = next(e for e in events if e.rule.id == "xid-gauge")
     assert gauge_event.captures["value"] == "79"
+    # The gauge changed after the sample before (10:29) and by the sample that shows it (10:30).
+    assert (gauge_event.exact, gauge_event.low, gauge_event.high) == (False, start + 1740, start + 1800)
 
 
 def test_invalid_utf8_binary_and_huge_lines_are_read_not_fatal(tmp_path):

@@ -83,3 +83,9 @@ def test_undated_progress_with_nothing_dated_after_it_proves_no_hang(tmp_path):
     bars = [f"Epoch 3:  {p:2d}%|#####     | {p * 10}/1000 [1:00:00<1:00:00,  1.00it/s]" for p in range(1, 40)]
     result = diagnose(tmp_path, ["[2026-11-02 09:00:00,000] INFO start", *bars])
     assert result["subdomain"] == "time_limit"  # the last bar may have been printed any time before the end
+
+
+def test_a_scripts_own_step_lines_count_as_progress(tmp_path):
+    lines = [f"2026-11-02 09:{m:02d}:00,000 - INFO - __main__ - step {m * 10} | loss 2.1 | lr 3e-4" for m in range(40)]
+    result = diagnose(tmp_path, [*lines, WATCHDOG, CANCELLED])
+    assert (result["subdomain"], result["root_cause"]["rule"]) == ("nccl", "hang.collective")
