@@ -85,6 +85,7 @@ class AttemptDumps:
     ignored: tuple[str, ...]  # files not named <prefix><rank>
     world_size: int | None  # from the attempt's rank map
     placed: bool  # whether ranks can be placed on nodes (a rank map, or a one-node attempt)
+    complete: bool  # whether the connector that gathered them gathered every dump it found
     report: Report | None  # None when no dump could be read
     culprits: tuple[Culprit, ...]
 
@@ -97,6 +98,8 @@ class AttemptDumps:
             lost = sorted(set(range(self.report.world_size)) - set(self.report.ranks))
             detail += f" of {self.report.world_size:,} ranks; no dump of rank{'s' if len(lost) > 1 else ''} "
             detail += format_ranks(lost)
+            if not self.complete:
+                detail += " (not all gathered: unknown, not lost)"
         if self.ignored:
             count = len(self.ignored)
             shown = ", ".join(self.ignored[:3]) + (f" and {count - 3} more" if count > 3 else "")
@@ -178,11 +181,14 @@ def attempt_dumps(context: AttemptContext) -> AttemptDumps | None:
         return None
     attempt = context.attempt
     world_size = max(attempt.ranks) + 1 if attempt.ranks else None
+    # the connector that gathered them could not gather them all (a node it could not reach, a file too large)
+    complete = not any(r.kind == "traces" and r.status in ("partial", "error") for r in context.reports)
     by_name = {trace.name: trace for trace in files}
     try:
         ranked, ignored = rank_files(by_name, where=FOLDER)
     except DumpError as error:
-        return AttemptDumps(len(files), (), ((FOLDER, _after(str(error), FOLDER)),), (), world_size, False, None, ())
+        problem = ((FOLDER, _after(str(error), FOLDER)),)
+        return AttemptDumps(len(files), (), problem, (), world_size, False, complete, None, ())
     dumps, problems = [], []
     for rank in sorted(ranked):
         trace = by_name[ranked[rank]]
@@ -194,8 +200,10 @@ def attempt_dumps(context: AttemptContext) -> AttemptDumps | None:
             problems.append((trace.ref, f"unreadable ({error.strerror or error})"))
     placed = bool(attempt.ranks) or len(attempt.nodes) == 1
     if not dumps:
-        return AttemptDumps(len(files), (), tuple(problems), ignored, world_size, placed, None, ())
+        return AttemptDumps(len(files), (), tuple(problems), ignored, world_size, placed, complete, None, ())
     unreadable = frozenset(ranked) - {dump.rank for dump in dumps}
+    if not complete:  # a rank without a dump may just not have been gathered: unknown, not lost
+        unreadable |= frozenset(range(world_size or 0)) - {dump.rank for dump in dumps}
     report = analyse(dumps, world_size=world_size, unreadable=unreadable)
 
     def node_of(rank: int) -> str | None:
@@ -214,7 +222,7 @@ def attempt_dumps(context: AttemptContext) -> AttemptDumps | None:
             ranks = tuple(on_node[node])
             ref = f"{FOLDER}/{ranked[ranks[0]]}" if ranks[0] in ranked else FOLDER
             culprits.append(Culprit(finding, node, ranks, time, ref))
-    return AttemptDumps(len(files), tuple(dumps), tuple(problems), ignored, world_size, placed, report,
+    return AttemptDumps(len(files), tuple(dumps), tuple(problems), ignored, world_size, placed, complete, report,
                         tuple(culprits))  # fmt: skip
 
 

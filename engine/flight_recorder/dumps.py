@@ -105,6 +105,12 @@ def read_dump_dir(directory: str | os.PathLike, *, prefix: str | None = None) ->
     return tuple(read_dump(folder / files[rank], rank=rank) for rank in sorted(files))
 
 
+def rank_of(name: str) -> int | None:
+    """The rank a dump's file name ends with (`rank_12` -> 12), or None for a name that is no dump's."""
+    match = _RANKED_NAME.match(name)
+    return int(match.group(2)) if match and not name.startswith(".") else None
+
+
 def rank_files(names, *, prefix: str | None = None, where: str) -> tuple[dict[int, str], tuple[str, ...]]:
     """Which of the file `names` are dumps, of which rank (`<prefix><rank>`), and the names that are not (sorted).
 
@@ -115,7 +121,7 @@ def rank_files(names, *, prefix: str | None = None, where: str) -> tuple[dict[in
     others = []
     for name in sorted(names):
         match = _RANKED_NAME.match(name)
-        if not match or (prefix is not None and match.group(1) != prefix):
+        if not match or name.startswith(".") or (prefix is not None and match.group(1) != prefix):
             others.append(name)
             continue
         files = ranked.setdefault(match.group(1), {})
