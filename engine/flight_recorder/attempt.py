@@ -165,7 +165,7 @@ class AttemptDumps:
                     "ranks": format_ranks(finding.ranks),
                     "count": len(finding.ranks),
                     "nodes": [
-                        {"node": culprit.node, "ranks": format_ranks(culprit.ranks)}
+                        {"node": culprit.node, "ranks": format_ranks(culprit.ranks), "count": len(culprit.ranks)}
                         for culprit in culprits[:SHOWN_NODES]
                     ],
                     "more_nodes": max(len(culprits) - SHOWN_NODES, 0),

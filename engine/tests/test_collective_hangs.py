@@ -333,3 +333,26 @@ def test_the_default_pack_loads_with_the_flight_recorder_rules():
     rules = load_rules(DEFAULT_PACK).by_id()
     assert {"fr.never_entered", "fr.never_started", "fr.no_dump", "fr.collective_mismatch"} <= set(rules)
     assert all(rules[name].sources for name in rules if name.startswith("fr."))
+
+
+def test_a_thousand_ranks_summarise_in_a_few_lines(tmp_path):
+    from engine.flight_recorder.attempt import attempt_dumps
+
+    traces = {}
+    for rank in range(1024):
+        entries = [nccl_entry(seq, "completed", HANG_AT * 10**9 - 10**9) for seq in range(3100, 3106)]
+        if rank != 613:
+            entries.append(nccl_entry(3106, "started" if rank % 3 else "completed", HANG_AT * 10**9))
+        dump = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[]"}},
+                "pg_status": {}, "entries": entries}  # fmt: skip
+        traces[f"rank_{rank}"] = pickle.dumps(dump, protocol=2)
+    bundle = make_bundle(tmp_path, traces=traces, nodes=[f"n{i:03d}" for i in range(128)], tasks_per_node=8,
+                         end="2026-11-02T12:00:00Z")  # fmt: skip
+    summary = attempt_dumps(load_bundle(bundle)).summary()
+    (group,) = summary["groups"]
+    assert {state["state"]: state["count"] for state in group["states"]} == {
+        "completed": 342, "waited": 681, "never_arrived": 1,
+    }  # fmt: skip
+    (finding,) = summary["findings"]
+    assert finding["nodes"] == [{"node": "n076", "ranks": "613", "count": 1}]
+    assert len(json.dumps(summary)) < 8000  # every third rank completed: the widest ranges of all
