@@ -1,4 +1,5 @@
-"""Flight Recorder benchmark: read and analyse the dumps of a 1,024-rank hang, beside merely loading the same files.
+"""Flight Recorder benchmark: read and analyse the dumps of a 1,024-rank hang, beside merely loading the same files;
+then the whole path an attempt takes, a bundle carrying those dumps read and diagnosed by the default pack's engine.
 
     python bench/flight_recorder.py [--ranks 1024] [--collectives 16] [--repeat 3]
 
@@ -7,7 +8,9 @@ torch 2.13 with Gloo, stack frames included) as template: every rank with `--col
 group and the template's subgroup entry, one rank stopping one collective short, written once as pickles and once as
 JSON in PyTorch's two flavours. Times `read_dump_dir` + `analyse` on each set and, in the same run, the standard
 library's loaders (pickle.loads, json.loads) over the same files, which check nothing and build no typed objects;
-prints the best of `--repeat` runs beside the target (1 s) and the ratio to the reference.
+prints the best of `--repeat` runs beside the target (1 s) and the ratio to the reference. The whole path:
+`load_bundle` + `Engine.analyse` (the default pack, compiled beforehand) of a bundle of the 1,024 pickles on 128 nodes
+of 8 ranks and a short log (every rank's watchdog timeout), beside the same bundle without its dumps, in the same run.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine import Engine, load_rules  # noqa: E402
+from engine.bundle import FLIGHT_RECORDER, load_bundle  # noqa: E402
 from engine.flight_recorder import FindingKind, analyse, read_dump_dir  # noqa: E402
 from engine.flight_recorder.unpickle import loads  # noqa: E402
 
@@ -69,6 +74,34 @@ def _json_flavour(dump: dict) -> dict:
     return dump
 
 
+def bundle(folder: Path, dumps: Path | None, ranks: int, straggler: int) -> Path:
+    """A bundle of a hang: 8 ranks per node, every rank but the straggler times out; the dumps when given."""
+    nodes = [f"gpu{index:04d}" for index in range(ranks // 8)]
+    created = min(entry["time_created_ns"] for entry in loads(TEMPLATE.read_bytes(), name="t")["entries"]) // 10**9
+    start, end = created - 3600, created + 3600
+    record = {"cluster": "bench", "scheduler": "slurm", "job_id": "1", "nodes": nodes, "tasks_per_node": 8,
+              "start": _rfc3339(start), "end": _rfc3339(end), "state": "FAILED", "exit_code": "1:0"}  # fmt: skip
+    (folder / "logs").mkdir(parents=True)
+    (folder / "attempt.json").write_text(json.dumps(record))
+    timeouts = [
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum=16, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600021 "
+        "milliseconds before timing out."
+        for rank in range(ranks)
+        if rank != straggler
+    ]
+    (folder / "logs" / "train.log").write_text("\n".join(timeouts) + "\n")
+    if dumps is not None:
+        (folder / FLIGHT_RECORDER).mkdir(parents=True)
+        for path in dumps.iterdir():
+            (folder / FLIGHT_RECORDER / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def _rfc3339(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
 def best(repeat: int, action) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeat):
@@ -109,6 +142,21 @@ def main() -> None:
                 f"ratio {total / ref_s:.1f}x"
             )
         print(finding.text)
+
+        engine = Engine(load_rules(ROOT / "rules" / "packs" / "default"))
+        with_dumps = bundle(folder / "with", folder / "pickle", args.ranks, straggler)
+        without = bundle(folder / "without", None, args.ranks, straggler)
+        ref_s, _ = best(args.repeat, lambda: engine.analyse(load_bundle(without)))
+        path_s, analysis = best(args.repeat, lambda: engine.analyse(load_bundle(with_dumps)))
+        root = analysis.diagnosis["root_cause"]
+        node = f"gpu{straggler // 8:04d}"
+        assert (root["rule"], root["nodes"]) == ("fr.never_entered", [node]), analysis.diagnosis
+        print(
+            f"bundle {args.ranks} ranks on {args.ranks // 8} nodes: load_bundle + Engine.analyse {path_s:.3f} s "
+            f"(target < {TARGET_S:.0f} s: {'met' if path_s < TARGET_S else 'MISSED'}); the same bundle without its "
+            f"dumps {ref_s:.3f} s; the dumps add {path_s - ref_s:.3f} s"
+        )
+        print(root["summary"])
 
 
 if __name__ == "__main__":
