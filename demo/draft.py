@@ -369,6 +369,8 @@ class BundleDraft:
             record["reason"] = self.reason
         if self.training.launcher != "pdsh":  # pdsh labels lines with hosts only: no rank map
             record["tasks_per_node"] = self.training.gpus_per_node
+        elif self.traces:  # but dumps gathered from a folder per node place each rank (docs/connectors.md)
+            record["ranks"] = {str(rank.number): rank.node for rank in self.training.ranks}
         record["timezone"] = self.site.timezone
         return record
 
