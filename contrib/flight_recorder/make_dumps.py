@@ -68,7 +68,9 @@ def run_case(torchrun: str, case: str, out: Path, version: str, port: int) -> No
             str(JOB),
             *job_args,
         ]
-        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+        done = subprocess.run(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300
+        )
         made = sorted(int(p.name.removeprefix(PREFIX)) for p in pickles.iterdir())
         if culprit is not None and (culprit in made) != culprit_dumps or len(made) < ranks - 2:
             sys.stderr.write(done.stdout[-4000:])
