@@ -11,6 +11,9 @@ library's loaders (pickle.loads, json.loads) over the same files, which check no
 prints the best of `--repeat` runs beside the target (1 s) and the ratio to the reference. The whole path:
 `load_bundle` + `Engine.analyse` (the default pack, compiled beforehand) of a bundle of the 1,024 pickles on 128 nodes
 of 8 ranks and a short log (every rank's watchdog timeout), beside the same bundle without its dumps, in the same run.
+Last, what the dumps add to the attempt page: the summary the analysis records (its JSON as the database returns it)
+decoded and rendered by pages/templates/pages/flight_recorder.html, for this set and for a worst case of every other
+rank stuck (the longest rank ranges), beside the page's budget (300 ms for a 1,024-node attempt).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import pickle
 import sys
 import tempfile
@@ -30,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from engine import Engine, load_rules  # noqa: E402
 from engine.bundle import FLIGHT_RECORDER, load_bundle  # noqa: E402
 from engine.flight_recorder import FindingKind, analyse, read_dump_dir  # noqa: E402
+from engine.flight_recorder.attempt import attempt_dumps  # noqa: E402
 from engine.flight_recorder.unpickle import loads  # noqa: E402
 
 TEMPLATE = ROOT / "engine" / "flight_recorder" / "tests" / "dumps" / "straggler" / "rank_0"
@@ -102,6 +107,20 @@ def _rfc3339(seconds: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def page_part(summary: dict, repeat: int) -> tuple[int, float]:
+    """The stored summary's size, and the best time to decode it and render the attempt page's part of it."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "triage.settings")
+    import django
+    from django.template.loader import render_to_string
+
+    django.setup()
+    stored = json.dumps(summary)
+    seconds, html = best(repeat * 10, lambda: render_to_string("pages/flight_recorder.html",
+                                                               {"flight_recorder": json.loads(stored)}))  # fmt: skip
+    assert 'id="collectives"' in html
+    return len(stored), seconds
+
+
 def best(repeat: int, action) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeat):
@@ -160,6 +179,16 @@ def main() -> None:
             f"{path_s / references['pickle']:.1f}x"
         )
         print(root["summary"])
+
+        worst = copy.deepcopy(attempt_dumps(load_bundle(with_dumps)).summary())
+        for state in worst["groups"][0]["states"]:  # every other rank stuck: the longest ranges there are
+            state["ranks"] = ", ".join(str(rank) for rank in range(state["state"] != "never_arrived", args.ranks, 2))
+        for name, summary in (("this set", analysis.dumps.summary()), ("every other rank stuck", worst)):
+            size, seconds = page_part(summary, args.repeat)
+            print(
+                f"page part, {name}: summary {size:,} bytes, decoded and rendered in {seconds * 1000:.1f} ms "
+                f"(the attempt page's budget: 300 ms)"
+            )
 
 
 if __name__ == "__main__":
