@@ -1,4 +1,5 @@
-"""Flight Recorder benchmark: read and analyse the dumps of a 1,024-rank hang, beside merely loading the same files.
+"""Flight Recorder benchmark: read and analyse the dumps of a 1,024-rank hang, beside merely loading the same files;
+then the whole path an attempt takes, a bundle carrying those dumps read and diagnosed by the default pack's engine.
 
     python bench/flight_recorder.py [--ranks 1024] [--collectives 16] [--repeat 3]
 
@@ -7,7 +8,12 @@ torch 2.13 with Gloo, stack frames included) as template: every rank with `--col
 group and the template's subgroup entry, one rank stopping one collective short, written once as pickles and once as
 JSON in PyTorch's two flavours. Times `read_dump_dir` + `analyse` on each set and, in the same run, the standard
 library's loaders (pickle.loads, json.loads) over the same files, which check nothing and build no typed objects;
-prints the best of `--repeat` runs beside the target (1 s) and the ratio to the reference.
+prints the best of `--repeat` runs beside the target (1 s) and the ratio to the reference. The whole path:
+`load_bundle` + `Engine.analyse` (the default pack, compiled beforehand) of a bundle of the 1,024 pickles on 128 nodes
+of 8 ranks and a short log (every rank's watchdog timeout), beside the same bundle without its dumps, in the same run.
+Last, what the dumps add to the attempt page: the summary the analysis records (its JSON as the database returns it)
+decoded and rendered by pages/templates/pages/flight_recorder.html, for this set and for a worst case of every other
+rank stuck (the longest rank ranges), beside the page's budget (300 ms for a 1,024-node attempt).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import pickle
 import sys
 import tempfile
@@ -24,7 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine import Engine, load_rules  # noqa: E402
+from engine.bundle import FLIGHT_RECORDER, load_bundle  # noqa: E402
 from engine.flight_recorder import FindingKind, analyse, read_dump_dir  # noqa: E402
+from engine.flight_recorder.attempt import attempt_dumps  # noqa: E402
 from engine.flight_recorder.unpickle import loads  # noqa: E402
 
 TEMPLATE = ROOT / "engine" / "flight_recorder" / "tests" / "dumps" / "straggler" / "rank_0"
@@ -69,6 +79,48 @@ def _json_flavour(dump: dict) -> dict:
     return dump
 
 
+def bundle(folder: Path, dumps: Path | None, ranks: int, straggler: int) -> Path:
+    """A bundle of a hang: 8 ranks per node, every rank but the straggler times out; the dumps when given."""
+    nodes = [f"gpu{index:04d}" for index in range(ranks // 8)]
+    created = min(entry["time_created_ns"] for entry in loads(TEMPLATE.read_bytes(), name="t")["entries"]) // 10**9
+    start, end = created - 3600, created + 3600
+    record = {"cluster": "bench", "scheduler": "slurm", "job_id": "1", "nodes": nodes, "tasks_per_node": 8,
+              "start": _rfc3339(start), "end": _rfc3339(end), "state": "FAILED", "exit_code": "1:0"}  # fmt: skip
+    (folder / "logs").mkdir(parents=True)
+    (folder / "attempt.json").write_text(json.dumps(record))
+    timeouts = [
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum=16, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600021 "
+        "milliseconds before timing out."
+        for rank in range(ranks)
+        if rank != straggler
+    ]
+    (folder / "logs" / "train.log").write_text("\n".join(timeouts) + "\n")
+    if dumps is not None:
+        (folder / FLIGHT_RECORDER).mkdir(parents=True)
+        for path in dumps.iterdir():
+            (folder / FLIGHT_RECORDER / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def _rfc3339(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def page_part(summary: dict, repeat: int) -> tuple[int, float]:
+    """The stored summary's size, and the best time to decode it and render the attempt page's part of it."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "triage.settings")
+    import django
+    from django.template.loader import render_to_string
+
+    django.setup()
+    stored = json.dumps(summary)
+    seconds, html = best(repeat * 10, lambda: render_to_string("pages/flight_recorder.html",
+                                                               {"flight_recorder": json.loads(stored)}))  # fmt: skip
+    assert 'id="collectives"' in html
+    return len(stored), seconds
+
+
 def best(repeat: int, action) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeat):
@@ -88,6 +140,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         build(folder, args.ranks, args.collectives, straggler)
+        references = {}
         for kind, reference_name, reference in (
             ("pickle", "pickle.loads", pickle.loads),
             ("json", "json.loads", json.loads),
@@ -97,6 +150,7 @@ def main() -> None:
             ref_s, _ = best(
                 args.repeat, lambda files=files, reference=reference: [reference(p.read_bytes()) for p in files]
             )
+            references[kind] = ref_s
             read_s, dumps = best(args.repeat, lambda kind=kind: read_dump_dir(folder / kind))
             analyse_s, report = best(args.repeat, lambda dumps=dumps: analyse(dumps, world_size=args.ranks))
             finding = report.findings[0]
@@ -109,6 +163,32 @@ def main() -> None:
                 f"ratio {total / ref_s:.1f}x"
             )
         print(finding.text)
+
+        engine = Engine(load_rules(ROOT / "rules" / "packs" / "default"))
+        with_dumps = bundle(folder / "with", folder / "pickle", args.ranks, straggler)
+        without = bundle(folder / "without", None, args.ranks, straggler)
+        ref_s, _ = best(args.repeat, lambda: engine.analyse(load_bundle(without)))
+        path_s, analysis = best(args.repeat, lambda: engine.analyse(load_bundle(with_dumps)))
+        root = analysis.diagnosis["root_cause"]
+        node = f"gpu{straggler // 8:04d}"
+        assert (root["rule"], root["nodes"]) == ("fr.never_entered", [node]), analysis.diagnosis
+        print(
+            f"bundle {args.ranks} ranks on {args.ranks // 8} nodes: load_bundle + Engine.analyse {path_s:.3f} s "
+            f"(target < {TARGET_S:.0f} s: {'met' if path_s < TARGET_S else 'MISSED'}); the same bundle without its "
+            f"dumps {ref_s:.3f} s; the dumps add {path_s - ref_s:.3f} s; ratio to pickle.loads alone "
+            f"{path_s / references['pickle']:.1f}x"
+        )
+        print(root["summary"])
+
+        worst = copy.deepcopy(attempt_dumps(load_bundle(with_dumps)).summary())
+        for state in worst["groups"][0]["states"]:  # every other rank stuck: the longest ranges there are
+            state["ranks"] = ", ".join(str(rank) for rank in range(state["state"] != "never_arrived", args.ranks, 2))
+        for name, summary in (("this set", analysis.dumps.summary()), ("every other rank stuck", worst)):
+            size, seconds = page_part(summary, args.repeat)
+            print(
+                f"page part, {name}: summary {size:,} bytes, decoded and rendered in {seconds * 1000:.1f} ms "
+                f"(the attempt page's budget: 300 ms)"
+            )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ def gather(
         events=base.events,
         metrics=tuple(metrics),
         reports=tuple(reports),
+        flight_recorder=base.flight_recorder,
     )
 
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from demo.draft import BundleDraft
-from demo.kinds import application, hangs, hardware, network, scheduler, storage
+from demo.kinds import application, flight_recorder, hangs, hardware, network, scheduler, storage
 from demo.sites import Site, gke_nodes, kueue_job_id, site_for, slurm_job_id, slurm_nodes
 
 SLURM, KUEUE = ("slurm",), ("kueue",)
@@ -293,6 +293,15 @@ KINDS: dict[str, Kind] = {
             ATTRIBUTED,
             "software",
             "framework",
+        ),
+        Kind(
+            "nccl-hang-flight-recorder",
+            "A rank never enters a collective; the Flight Recorder dumps name it",
+            flight_recorder.rank_never_entered,
+            BOTH,
+            ATTRIBUTED,
+            "software",
+            "nccl.straggler",
         ),
         Kind(
             "two-hardware-faults",

@@ -48,6 +48,7 @@ PLAN = (
     ("dgx-a", "user-cancelled", None, 2),
     ("dgx-a", "node-lost", None, 4),
     ("dgx-a", "nccl-timeouts-only", None, 8),
+    ("dgx-a", "nccl-hang-flight-recorder", None, 8),
     ("dgx-a", "two-hardware-faults", None, 4),
     ("dgx-a", "nvswitch-fatal", None, 4),
     ("dgx-a", "gpu-thermal-slowdown", None, 4),

@@ -91,6 +91,7 @@ class BundleDraft:
         self.with_slurm_events = rng.random() < 0.6
         self.state = self.exit_code = self.reason = ""
         self.end: datetime | None = None
+        self.traces: dict[str, bytes] = {}  # Flight Recorder dumps by file name (traces/flight_recorder/)
 
     # -- what the story records --
 
@@ -342,6 +343,7 @@ class BundleDraft:
         if self.with_metrics or any(n.startswith("metrics/") for n in self.needed):
             files.update(self._metrics())
         files["attempt.json"] = json.dumps(self.record(), indent=2).encode() + b"\n"
+        files.update({f"traces/flight_recorder/{name}": data for name, data in self.traces.items()})
         for relative, content in sorted(files.items()):
             path = directory / relative
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -367,6 +369,8 @@ class BundleDraft:
             record["reason"] = self.reason
         if self.training.launcher != "pdsh":  # pdsh labels lines with hosts only: no rank map
             record["tasks_per_node"] = self.training.gpus_per_node
+        elif self.traces:  # but dumps gathered from a folder per node place each rank (docs/connectors.md)
+            record["ranks"] = {str(rank.number): rank.node for rank in self.training.ranks}
         record["timezone"] = self.site.timezone
         return record
 

@@ -289,6 +289,19 @@ class NodeEvent(models.Model):
         return f"{self.rule} {self.ref}"
 
 
+class FlightRecorderSummary(models.Model):
+    """What the analysis of an attempt's PyTorch Flight Recorder dumps found, as the attempt page shows it: per
+    process group with something pending, the collective it stopped in and its ranks by state as rank ranges, and
+    each finding with its culprits' nodes (``engine.flight_recorder.attempt.AttemptDumps.summary``). Recorded with
+    the diagnosis, so the page reads one small row instead of reading every rank's dump again."""
+
+    diagnosis = models.OneToOneField(Diagnosis, on_delete=models.CASCADE, related_name="flight_recorder")
+    summary = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"{self.diagnosis.attempt}: {len(self.summary.get('findings', []))} Flight Recorder findings"
+
+
 class Review(models.Model):
     """A person's verdict on a diagnosis."""
 

@@ -11,6 +11,7 @@ from engine.attribution import attribute
 from engine.context import AttemptContext
 from engine.events import Event
 from engine.extract import Extractor
+from engine.flight_recorder.attempt import AttemptDumps, attempt_dumps
 from engine.loader import RuleError, RuleSetError, load_rules, parse_ruleset
 from engine.report import build, to_json, to_text
 from engine.ruleset import RuleSet
@@ -31,10 +32,12 @@ __all__ = [
 @dataclass(frozen=True)
 class Analysis:
     """A diagnosis and the events behind it: every event in scope that survived the rules' conditions,
-    in time order, each with its final role (root_cause, candidate, cascade, teardown, context or "")."""
+    in time order, each with its final role (root_cause, candidate, cascade, teardown, context or ""); and the
+    attempt's Flight Recorder dumps as read and analysed (None without any)."""
 
     diagnosis: dict
     events: list[Event]
+    dumps: AttemptDumps | None = None
 
 
 class Engine:
@@ -48,9 +51,10 @@ class Engine:
         self.extractor = Extractor(ruleset, cache)
 
     def analyse(self, context: AttemptContext) -> Analysis:
-        events, stats = self.extractor.extract(context)
+        dumps = attempt_dumps(context)
+        events, stats = self.extractor.extract(context, dumps)
         result = attribute(events, context.attempt, self.ruleset)
-        return Analysis(build(context, self.ruleset, result, stats), result.events)
+        return Analysis(build(context, self.ruleset, result, stats, dumps), result.events, dumps)
 
     def diagnose(self, context: AttemptContext) -> dict:
         return self.analyse(context).diagnosis

@@ -99,6 +99,28 @@ class MetricSeries:
 
 
 @dataclass(frozen=True)
+class TraceFile:
+    """One file of a bundle's traces, as the program that wrote it left it: a Flight Recorder dump
+    (``traces/flight_recorder/rank_3``). ``opener`` returns a binary file object at its start; the
+    engine reads it when it analyses the attempt (``engine.flight_recorder.attempt``)."""
+
+    ref: str
+    opener: Callable[[], BinaryIO]
+
+    @property
+    def name(self) -> str:
+        return self.ref.rsplit("/", 1)[-1]
+
+    @classmethod
+    def from_path(cls, ref: str, path: Path) -> TraceFile:
+        return cls(ref=ref, opener=lambda: open(path, "rb"))  # noqa: SIM115
+
+    @classmethod
+    def from_bytes(cls, ref: str, data: bytes) -> TraceFile:
+        return cls(ref=ref, opener=lambda: io.BytesIO(data))
+
+
+@dataclass(frozen=True)
 class SourceReport:
     """What a connector could or could not gather, reported into the diagnosis's ``sources``."""
 
@@ -115,3 +137,4 @@ class AttemptContext:
     events: tuple[SchedulerEvent, ...] = ()
     metrics: tuple[MetricSeries, ...] = ()
     reports: tuple[SourceReport, ...] = ()
+    flight_recorder: tuple[TraceFile, ...] = ()  # PyTorch Flight Recorder dumps, one file per rank

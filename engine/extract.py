@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine.context import AttemptContext, LogStream
 from engine.events import Event
+from engine.flight_recorder.attempt import AttemptDumps
 from engine.normalise import AUDIT_ANCHOR, BOOT_START, RTC_ANCHOR, BootClock, Clock, Parsed, parse_line
 from engine.prefilter import Prefilter
 from engine.ruleset import Rule, RuleSet
@@ -66,8 +67,12 @@ class Extractor:
         self.attempt_rules = [r for r in ruleset.rules if r.attempt]
         self.silence_rules = [r for r in ruleset.rules if r.silence]
         self.stall_rules = [r for r in ruleset.rules if r.stall]
+        self.flight_recorder_rules = [r for r in ruleset.rules if r.flight_recorder]
 
-    def extract(self, context: AttemptContext) -> tuple[list[Event], list[StreamStats]]:
+    def extract(
+        self, context: AttemptContext, dumps: AttemptDumps | None = None
+    ) -> tuple[list[Event], list[StreamStats]]:
+        """The attempt's events; ``dumps`` are its Flight Recorder dumps as ``attempt_dumps`` read them."""
         attempt = context.attempt
         clock = Clock(attempt.timezone, attempt.start, attempt.end)
         nodes = NodeNames(attempt.nodes)
@@ -82,6 +87,7 @@ class Extractor:
         events.extend(self.scheduler_events(context, nodes))
         events.extend(self.metric_events(context, nodes))
         events.extend(self.attempt_events(context))
+        events.extend(self.flight_recorder_events(dumps, nodes))
         return events, stats
 
     # -- log streams --
@@ -326,6 +332,28 @@ class Extractor:
             for rule in self.attempt_rules
             if rule.attempt.accepts(attempt)
         ]
+
+    def flight_recorder_events(self, dumps: AttemptDumps | None, nodes: NodeNames) -> list[Event]:
+        """One event per finding of the Flight Recorder analysis and node its ranks ran on, at the time the first
+        rank enqueued the operation (the dumps' own clock); captures rank, process group, seq, op, waited..."""
+        if dumps is None:
+            return []
+        out = []
+        for rule in self.flight_recorder_rules:
+            for culprit in dumps.culprits:
+                if culprit.finding.kind not in rule.flight_recorder.findings:
+                    continue
+                captures = culprit.captures()
+                if not all(f.accepts(captures) for f in rule.filters):
+                    continue
+                out.append(
+                    Event(
+                        rule=rule, node=nodes.canonical(culprit.node), time=culprit.time,
+                        exact=culprit.time is not None, source="flight_recorder", kind="traces", ref=culprit.ref,
+                        text=culprit.text, captures=captures, last=culprit.time,
+                    )
+                )  # fmt: skip
+        return out
 
 
 class NodeNames:

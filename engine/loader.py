@@ -15,6 +15,8 @@ from pathlib import Path
 import re2
 import yaml
 
+from engine.flight_recorder.analysis import FindingKind
+from engine.flight_recorder.attempt import CAPTURES as FLIGHT_RECORDER_CAPTURES
 from engine.ruleset import (
     NODE_MODES,
     ROLES,
@@ -23,6 +25,7 @@ from engine.ruleset import (
     AttemptCondition,
     CountThreshold,
     Filter,
+    FlightRecorderCondition,
     LabelMatcher,
     MetricCondition,
     Rule,
@@ -47,9 +50,10 @@ RE2_MAX_MEM = 8 << 20  # bytes of RE2 program memory per pattern
 RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
-    "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall", "alternatives",
+    "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall", "alternatives", "flight_recorder",
 }  # fmt: skip
-MATCHERS = ("pattern", "metric", "attempt", "silence", "stall")
+MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder")
+FINDINGS = tuple(str(kind) for kind in FindingKind)
 SELECTOR_FIELDS = {"rules", "tags", "within", "before", "scope"}
 SETTINGS_FIELDS = {f.name for f in fields(Settings)}
 
@@ -236,6 +240,7 @@ class _Builder:
         attempt = self.attempt(file, get("attempt"), rid)
         silence = self.silence(file, get("silence"), rid)
         stall = self.stall(file, get("stall"), rid)
+        flight_recorder = self.flight_recorder(file, get("flight_recorder"), rid)
         matchers = [name for name in MATCHERS if get(name) is not None]
         if len(matchers) != 1:
             err("pattern", f"a rule needs exactly one of {', '.join(MATCHERS)}" if not matchers else
@@ -246,9 +251,11 @@ class _Builder:
             kinds = frozenset({"scheduler"} if attempt else {"app"})
         elif silence:
             kinds = silence.kinds
+        elif flight_recorder:
+            kinds = frozenset({"traces"})
         elif patterns and not kinds:
             err("streams", "say where the pattern looks: system, app, scheduler or events")
-        filters = self.filters(file, get("where"), compiled, metric, rid)
+        filters = self.filters(file, get("where"), compiled, metric, rid, flight_recorder is not None)
 
         symptom_kind = None
         if role == "symptom":
@@ -303,6 +310,7 @@ class _Builder:
                 attempt=attempt,
                 silence=silence,
                 stall=stall,
+                flight_recorder=flight_recorder,
                 symptom_kind=symptom_kind,
                 domain=domain,
                 subdomain=subdomain,
@@ -385,7 +393,7 @@ class _Builder:
             compiled.append(regex)
         return tuple(texts), tuple(compiled)
 
-    def filters(self, file, node, compiled, metric, rule) -> tuple[Filter, ...]:
+    def filters(self, file, node, compiled, metric, rule, flight_recorder=False) -> tuple[Filter, ...]:
         if node is None:
             return ()
         if not isinstance(node.value, dict):
@@ -399,7 +407,12 @@ class _Builder:
             if compiled and name not in captures:
                 self.error(file, line, f"where.{name}", "the pattern has no named capture of this name", rule)
                 continue
-            if metric is None and not compiled:
+            if flight_recorder and name not in FLIGHT_RECORDER_CAPTURES:
+                known = ", ".join(sorted(FLIGHT_RECORDER_CAPTURES))
+                self.error(file, line, f"where.{name}", f"a flight_recorder finding has no such capture ({known})",
+                           rule)  # fmt: skip
+                continue
+            if metric is None and not compiled and not flight_recorder:
                 continue
             if not isinstance(cond.value, dict) or len(cond.value) != 1:
                 self.error(
@@ -533,6 +546,25 @@ class _Builder:
                 return None
             cadence = float(value.value)
         return None if progress is None or gap is None else StallCondition(progress, gap, cadence)
+
+    def flight_recorder(self, file, node, rule) -> FlightRecorderCondition | None:
+        if node is None:
+            return None
+        if not isinstance(node.value, dict) or "finding" not in node.value:
+            self.error(file, node.line, "flight_recorder", f"must be a mapping with finding ({', '.join(FINDINGS)})",
+                       rule)  # fmt: skip
+            return None
+        for key, (line, _) in node.value.items():
+            if key != "finding":
+                self.error(file, line, f"flight_recorder.{key}", "unknown field (finding)", rule)
+        line, value = node.value["finding"]
+        findings = set(self.strings(file, value, "flight_recorder.finding", rule))
+        for kind in sorted(findings - set(FINDINGS)):
+            self.error(file, line, "flight_recorder.finding", f"{kind!r} is not a finding ({', '.join(FINDINGS)})",
+                       rule)  # fmt: skip
+        if not findings or findings - set(FINDINGS):
+            return None
+        return FlightRecorderCondition(frozenset(findings))
 
     def classification(self, file, items, role, rule) -> tuple[str | None, str | None]:
         domain_node = items.get("domain", (None, None))[1]

@@ -14,6 +14,7 @@ from engine.attribution import Attribution, Candidate
 from engine.context import STREAM_KINDS, AttemptContext
 from engine.events import Event
 from engine.extract import StreamStats
+from engine.flight_recorder.attempt import AttemptDumps
 from engine.ruleset import RuleSet
 
 SCHEMA = "faultline.diagnosis/v1"
@@ -30,7 +31,13 @@ def iso(stamp: float | None) -> str | None:
     return text + "Z"
 
 
-def build(context: AttemptContext, ruleset: RuleSet, result: Attribution, stats: list[StreamStats]) -> dict:
+def build(
+    context: AttemptContext,
+    ruleset: RuleSet,
+    result: Attribution,
+    stats: list[StreamStats],
+    dumps: AttemptDumps | None = None,
+) -> dict:
     attempt = context.attempt
     outcome = result.outcome
     root_cause = None
@@ -58,7 +65,7 @@ def build(context: AttemptContext, ruleset: RuleSet, result: Attribution, stats:
         ),
         "symptoms": _symptoms(result.events),
         "evidence": _evidence(result, ruleset),
-        "sources": _sources(context, stats),
+        "sources": _sources(context, stats, dumps),
         "ruleset": {"name": ruleset.name, "version": ruleset.version, "digest": ruleset.digest},
     }
 
@@ -141,7 +148,7 @@ def _evidence_item(event: Event, text_cap: int) -> dict:
     return item
 
 
-def _sources(context: AttemptContext, stats: list[StreamStats]) -> list[dict]:
+def _sources(context: AttemptContext, stats: list[StreamStats], dumps: AttemptDumps | None) -> list[dict]:
     attempt = context.attempt
     by_name: dict[tuple[str, str], list[StreamStats]] = defaultdict(list)
     for stat in stats:
@@ -171,6 +178,8 @@ def _sources(context: AttemptContext, stats: list[StreamStats]) -> list[dict]:
         names = len({m.name for m in context.metrics})
         detail = f"{len(context.metrics):,} series of {names} metric{'s' if names != 1 else ''}"
         out.append({"name": "metrics", "kind": "metrics", "status": "ok", "detail": detail})
+    if dumps is not None:
+        out.append(dumps.source())
     reported = {(r.kind, r.name) for r in context.reports}
     for report in context.reports:
         out.append({"name": report.name, "kind": report.kind, "status": report.status, "detail": report.detail})

@@ -185,6 +185,14 @@ class StallCondition:
 
 
 @dataclass(frozen=True)
+class FlightRecorderCondition:
+    """Findings of the analysis of the attempt's PyTorch Flight Recorder dumps (``engine.flight_recorder``) of the
+    ``findings`` kinds: never_enqueued, not_started, mismatch, missing_dump. One event per finding and node."""
+
+    findings: frozenset[str]
+
+
+@dataclass(frozen=True)
 class CountThreshold:
     """At least ``minimum`` occurrences (and events on ``nodes`` distinct nodes) within ``within`` seconds."""
 
@@ -211,6 +219,7 @@ class Rule:
     attempt: AttemptCondition | None = None
     silence: SilenceCondition | None = None
     stall: StallCondition | None = None
+    flight_recorder: FlightRecorderCondition | None = None
     symptom_kind: str | None = None  # cascade | teardown (symptoms only)
     domain: str | None = None
     subdomain: str | None = None

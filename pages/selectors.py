@@ -6,7 +6,7 @@ from datetime import datetime
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, QuerySet
 from django.db.models.functions import TruncDate
 
-from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Node, NodeEvent, Review
+from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent, Review
 from pages import paging
 from pages.timeline import Event
 
@@ -62,6 +62,12 @@ def evidence_trail(diagnosis: Diagnosis) -> list[Evidence]:
 def timeline_events(diagnosis: Diagnosis) -> list[Event]:
     fields = ("node__name", "time", "role", "rule", "text", "ref", "count", "kind")
     return [Event(*row) for row in NodeEvent.objects.filter(diagnosis=diagnosis).values_list(*fields)]
+
+
+def flight_recorder_summary(diagnosis: Diagnosis) -> dict | None:
+    """What the analysis recorded of the attempt's Flight Recorder dumps (None without dumps): one small row, whatever
+    the number of ranks, rather than every rank's dump read again from the bundle."""
+    return FlightRecorderSummary.objects.filter(diagnosis=diagnosis).values_list("summary", flat=True).first()
 
 
 def evidence_of_attempt(*, attempt_id: int, evidence_id: int) -> Evidence | None:

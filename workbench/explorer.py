@@ -78,11 +78,14 @@ def why(rule: Rule, parsed: Parsed, *, kind: str, stream: str, job_id: str = "")
     """Does ``rule`` match the normalised line, and if not, which condition fails first?"""
     beyond = _beyond(rule)
     if not rule.patterns:
-        matcher = "metric" if rule.metric else "attempt" if rule.attempt else "silence"
+        matchers = ("metric", "attempt", "stall", "flight_recorder")
+        matcher = next((name for name in matchers if getattr(rule, name)), "silence")
         what = {
             "metric": "Prometheus series, not log lines",
             "attempt": "the scheduler's record of the attempt, not log lines",
             "silence": "the time a node's logs stop, not the lines themselves",
+            "stall": "when the progress lines stop, not the lines themselves",
+            "flight_recorder": "the attempt's PyTorch Flight Recorder dumps, not log lines",
         }[matcher]
         return Verdict(rule, False, "matcher", f"a {matcher} rule: it reads {what}")
     if kind not in rule.kinds:

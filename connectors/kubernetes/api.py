@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from urllib.parse import quote
 
 import urllib3
 from kubernetes import client, config
@@ -64,14 +65,20 @@ class KubernetesApi:
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
 
-    def call(self, what: str, method, *args, **kwargs) -> bytes:
-        """The raw body of one API call, retried while transient."""
+    def call(self, what: str, method, *args, max_bytes: int | None = None, **kwargs) -> bytes:
+        """The raw body of one API call, retried while transient; with ``max_bytes``, at most ``max_bytes + 1`` bytes
+        of it (so that the caller can tell a longer body)."""
         attempt = 0
         while True:
             attempt += 1
             try:
                 response = method(*args, _preload_content=False, _request_timeout=self.timeout, **kwargs)
-                return response.data
+                if max_bytes is None:
+                    return response.data
+                try:
+                    return response.read(max_bytes + 1)
+                finally:
+                    response.release_conn()
             except ApiException as exc:
                 if exc.status == 404:
                     raise NotFound(f"{self.name}: {what}: not found") from None
@@ -83,6 +90,16 @@ class KubernetesApi:
                 tries = f" (after {attempt} tries)" if attempt > 1 else ""
                 raise ConnectorError(f"{self.name}: {what}: {problem}{tries}", permanent=not transient)
             self.sleep(self.backoff * 2 ** (attempt - 1))
+
+    def node_log_file(self, node: str, path: str, **kwargs):
+        """``GET /api/v1/nodes/{node}/proxy/logs/{path}``: a file (or, for a path ending in ``/``, the listing of a
+        folder) under the node's ``/var/log``, served by its kubelet (``enableSystemLogHandler``, on by default).
+        The path keeps its slashes: the client's own proxy call would encode them as ``%2F``."""
+        resource = f"/api/v1/nodes/{quote(node, safe='')}/proxy/logs/{quote(path)}"
+        return self.core.api_client.call_api(
+            resource, "GET", header_params={"Accept": "*/*"}, auth_settings=["BearerToken"],
+            _return_http_data_only=True, **kwargs,
+        )  # fmt: skip
 
     def json(self, what: str, method, *args, **kwargs) -> dict:
         body = self.call(what, method, *args, **kwargs)

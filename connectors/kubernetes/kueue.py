@@ -12,7 +12,9 @@ Settings: those of ``KubernetesApi`` (``kubeconfig``/``in_cluster``/``host``, ``
 ``cluster`` (required), ``namespaces`` (default: all), ``lookback_seconds`` (first poll, default one
 day), ``overlap_seconds`` (default 300), ``pod_selectors`` (owner kind -> label selector template with
 ``{name}``, added to ``POD_SELECTORS``), ``tail_lines`` (lines of each container log, default 100,000),
-``timezone`` (default UTC).
+``timezone`` (default UTC), ``flight_recorder_path`` (a folder under the nodes' ``/var/log`` where the job's PyTorch
+Flight Recorder dumps are, a hostPath volume; ``{namespace}``, ``{owner}``, ``{workload}``, ``{pod}``), read through
+the API server's proxy to each node's kubelet: the ranks whose dumps a node's folder holds ran on that node.
 
 Events are flattened to the bundle's events format (time, node, source, reason, message). Workload
 conditions that are True become events too: ``Evicted`` as ``EvictedDueTo<reason>`` (Kueue's own
@@ -21,16 +23,23 @@ event reason), the others under their type.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from urllib.parse import unquote
 
 from connectors.base import ConnectorError, DiscoveredAttempt, record_time
 from connectors.kubernetes.api import KubernetesApi, NotFound
 from connectors.settings_reader import Settings
+from connectors.trace_files import DumpFiles, check_template, fill
 from engine.bundle import rfc3339
-from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, SourceReport
+from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, SourceReport, TraceFile
+from engine.flight_recorder.unpickle import MAX_BYTES
 
 GROUP, VERSION, PLURAL = "kueue.x-k8s.io", "v1beta1", "workloads"
+NODE_LOGS = "/var/log/"  # the folder a kubelet serves at /logs/
+PLACEHOLDERS = frozenset({"namespace", "owner", "workload", "pod"})
+LISTED = re.compile(r'<a href="([^"]*)">')  # a link of Go's http.FileServer folder listing
 POD_SELECTORS = {
     "Job": "batch.kubernetes.io/job-name={name}",
     "JobSet": "jobset.sigs.k8s.io/jobset-name={name}",
@@ -53,6 +62,7 @@ class KueueScheduler:
         self.pod_selectors = {**POD_SELECTORS, **reader.mapping("pod_selectors")}
         self.tail_lines = reader.integer("tail_lines", 100_000, minimum=1)
         self.timezone = reader.text("timezone", "UTC")
+        self.flight_recorder_path = check_template(reader, "flight_recorder_path", PLACEHOLDERS, under=NODE_LOGS)
         reader.finish()
         self.skipped: list[str] = []
 
@@ -163,8 +173,44 @@ class KueueScheduler:
             events += self.api_events(namespace, extra, discovered.attempt.nodes, {p["name"]: p["node"] for p in pods})
         except ConnectorError as exc:
             reports.append(SourceReport("events", "events", "error", str(exc)))
-        return AttemptContext(attempt=discovered.attempt, streams=tuple(streams), events=tuple(events),
-                              reports=tuple(reports))  # fmt: skip
+        attempt, traces = discovered.attempt, ()
+        if self.flight_recorder_path:
+            dumps, folders = self.flight_recorder_dumps(discovered)
+            attempt, traces = dumps.attempt(attempt), dumps.traces()
+            reports += dumps.reports(folders)
+        return AttemptContext(attempt=attempt, streams=tuple(streams), events=tuple(events), reports=tuple(reports),
+                              flight_recorder=traces)  # fmt: skip
+
+    def flight_recorder_dumps(self, discovered: DiscoveredAttempt) -> tuple[DumpFiles, list[str]]:
+        """The dumps in the job's folder on each of its nodes (on each pod's node with ``{pod}``), read through the
+        API server's proxy to the kubelet, which serves the node's /var/log; and the folders looked in."""
+        extra = discovered.extra
+        values = {"namespace": extra["namespace"], "owner": extra.get("owner", ""), "workload": extra["workload"]}
+        if "{pod}" in self.flight_recorder_path:
+            places = [(p["node"], fill(self.flight_recorder_path, pod=p["name"], **values))
+                      for p in extra.get("pods", []) if p["node"]]  # fmt: skip
+        else:
+            places = [(node, fill(self.flight_recorder_path, **values)) for node in discovered.attempt.nodes]
+        dumps = DumpFiles(self.name)
+        for node, folder in places:
+            relative = folder.removeprefix(NODE_LOGS).strip("/")
+            try:
+                listing = self.api.call(f"list {folder} on node {node}", self.api.node_log_file, node, relative + "/")
+            except NotFound:
+                continue  # nothing dumped on this node
+            except ConnectorError as exc:
+                dumps.problems.append(str(exc))
+                continue
+            for name in _listed_files(listing):
+                where = f"{node}:{folder.rstrip('/')}/{name}"
+                try:
+                    data = self.api.call(f"read {where}", self.api.node_log_file, node, f"{relative}/{name}",
+                                         max_bytes=MAX_BYTES)  # fmt: skip
+                except ConnectorError as exc:
+                    dumps.problems.append(str(exc))
+                    continue
+                dumps.add(name, len(data), node, where, lambda ref, data=data: TraceFile.from_bytes(ref, data))
+        return dumps, [f"{node}:{folder}" for node, folder in places]
 
     def container_log(self, namespace: str, pod: dict, container: str, previous: bool):
         name = f"{pod['name']}.{container}" + (".previous" if previous else "")
@@ -195,6 +241,14 @@ class KueueScheduler:
         flat = [_flatten_event(item, pod_nodes) for item in items]
         flat.sort(key=lambda e: (e["time"] or "", e["reason"], e["message"]))
         return [_event(e, f"events/kubernetes.json:{i + 1}") for i, e in enumerate(flat)]
+
+
+def _listed_files(listing: bytes) -> list[str]:
+    """The file names of a folder listing as Go's http.FileServer writes it (``<a href="rank_0">rank_0</a>``;
+    a subfolder ends in ``/``; a name with a ``:`` is written ``./name``)."""
+    text = listing.decode("utf-8", "replace")
+    names = (unquote(href).removeprefix("./") for href in LISTED.findall(text))
+    return sorted(name for name in names if name and "/" not in name)
 
 
 def _ending(workload: dict) -> tuple[str, dict] | None:

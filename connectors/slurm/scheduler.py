@@ -13,6 +13,9 @@ Settings (all optional but ``cluster``):
 - ``output_templates``: where to look for the job's output when slurmctld has forgotten the job
   (``{workdir}``, ``{job_id}``, ``{name}``, ``{user}``); default ``["{workdir}/slurm-{job_id}.out"]``.
 - ``slurmctld_log``: the controller's log file, read as the ``slurmctld`` stream when set.
+- ``flight_recorder_path``: the folder on the shared filesystem where the job's PyTorch Flight Recorder dumps are
+  (its ``TORCH_FR_DUMP_TEMP_FILE`` prefix points into it), with the placeholders of ``output_templates`` and
+  ``{node}`` (a folder per node: the ranks whose dumps a node's folder holds ran on that node).
 - ``timezone``: the IANA zone of log timestamps that carry none (default ``UTC``).
 
 The cursor is the end time (RFC 3339, UTC) of the last job seen to end.
@@ -31,11 +34,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from connectors.base import ConnectorError, DiscoveredAttempt, record_time
 from connectors.settings_reader import Settings
 from connectors.slurm.records import SACCT_FIELDS, SacctRecord, parse_sacct, parse_scontrol_job
+from connectors.trace_files import DumpFiles, check_template, fill
 from engine.bundle import rfc3339
-from engine.context import Attempt, AttemptContext, LogStream, SourceReport
+from engine.context import Attempt, AttemptContext, LogStream, SourceReport, TraceFile
 
 FAILURE_STATES = ("FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
                   "DEADLINE", "REQUEUED")  # fmt: skip
+PLACEHOLDERS = frozenset({"workdir", "job_id", "name", "user"})
 PERMANENT_HINTS = ("unrecognized option", "invalid option", "Invalid field", "not configured with slurmdbd",
                    "accounting storage is disabled", "No such file or directory", "command not found")  # fmt: skip
 
@@ -53,6 +58,7 @@ class SlurmScheduler:
         self.path_map = reader.mapping("path_map")
         self.output_templates = reader.texts("output_templates", ["{workdir}/slurm-{job_id}.out"])
         self.slurmctld_log = reader.text("slurmctld_log")
+        self.flight_recorder_path = check_template(reader, "flight_recorder_path", PLACEHOLDERS | {"node"})
         self.timezone = reader.text("timezone", "UTC")
         try:
             ZoneInfo(self.timezone)
@@ -181,11 +187,41 @@ class SlurmScheduler:
                 streams.append(LogStream.from_path("logs/slurmctld.log", "slurmctld", None, log))
             else:
                 reports.append(SourceReport("slurmctld", "scheduler", "missing", f"{self.name}: {log} not found"))
-        return AttemptContext(attempt=attempt, streams=tuple(streams), reports=tuple(reports))
+        traces = ()
+        if self.flight_recorder_path:
+            dumps = self.flight_recorder_dumps(attempt, extra.get("workdir", ""))
+            attempt, traces = dumps.attempt(attempt), dumps.traces()
+            reports += dumps.reports(self.dump_folders(attempt, extra.get("workdir", "")))
+        return AttemptContext(attempt=attempt, streams=tuple(streams), reports=tuple(reports), flight_recorder=traces)
 
     def output_candidates(self, attempt: Attempt, workdir: str) -> list[str]:
         fields = {"workdir": workdir, "job_id": attempt.job_id, "name": attempt.name, "user": attempt.user}
         return [template.format(**fields) for template in self.output_templates]
+
+    def dump_folders(self, attempt: Attempt, workdir: str) -> list[str]:
+        """The local folders of the job's Flight Recorder dumps: one, or one per node with ``{node}``."""
+        fields = {"workdir": workdir, "job_id": attempt.job_id, "name": attempt.name, "user": attempt.user}
+        nodes = attempt.nodes if "{node}" in self.flight_recorder_path else ("",)
+        return [str(self.local_path(fill(self.flight_recorder_path, **fields, node=node))) for node in nodes]
+
+    def flight_recorder_dumps(self, attempt: Attempt, workdir: str) -> DumpFiles:
+        """The dumps in the job's folder(s) on the shared filesystem; with ``{node}``, each placed on its node."""
+        dumps = DumpFiles(self.name)
+        per_node = "{node}" in self.flight_recorder_path
+        for node, folder in zip(attempt.nodes if per_node else (None,), self.dump_folders(attempt, workdir),
+                                strict=True):  # fmt: skip
+            try:
+                entries = sorted(Path(folder).iterdir())
+            except OSError:
+                continue  # no folder: nothing dumped there
+            for path in entries:
+                try:
+                    if path.is_file():
+                        dumps.add(path.name, path.stat().st_size, node, str(path),
+                                  lambda ref, path=path: TraceFile.from_path(ref, path))  # fmt: skip
+                except OSError as error:
+                    dumps.problems.append(f"{path}: unreadable ({error.strerror})")
+        return dumps
 
     def local_path(self, cluster_path: str) -> Path:
         """A path on the cluster as this machine sees it (``path_map``: longest matching prefix wins)."""

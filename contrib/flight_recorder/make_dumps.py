@@ -33,6 +33,7 @@ CASES = {
 }
 JSON_CASES = {"healthy", "straggler"}
 PREFIX = "rank_"
+LOG = "torchrun.log"  # what torchrun printed, every rank's lines prefixed [default<local rank>]: (--tee 3)
 
 
 def torch_version(torchrun: str) -> str:
@@ -62,19 +63,24 @@ def run_case(torchrun: str, case: str, out: Path, version: str, port: int) -> No
             str(port),
             "--monitor-interval",
             "10",
+            "--tee",
+            "3",
             str(JOB),
             *job_args,
         ]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300
+        )
         made = sorted(int(p.name.removeprefix(PREFIX)) for p in pickles.iterdir())
         if culprit is not None and (culprit in made) != culprit_dumps or len(made) < ranks - 2:
-            sys.stderr.write(done.stderr[-4000:])
+            sys.stderr.write(done.stdout[-4000:])
             raise SystemExit(f"{case}: unexpected dumps from ranks {made}")
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(pickles, target)
         if case in JSON_CASES:
             shutil.copytree(jsons, target / "json")
+        (target / LOG).write_text(done.stdout)
     shown = shlex.join(
         ["TORCH_FR_BUFFER_SIZE=64", f"TORCH_FR_DUMP_TEMP_FILE=<dir>/{PREFIX}"]
         + ([f"FAULTLINE_FR_JSON_PREFIX=<dir>/json/{PREFIX}"] if case in JSON_CASES else [])

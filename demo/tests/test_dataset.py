@@ -52,7 +52,11 @@ def test_the_set_shows_hangs_relative_kernel_stamps_and_workload_output_mixed_ac
         return not {"ranks", "tasks_per_node"} & set(record(written)) and hosts >= set(record(written)["nodes"])
 
     hangs = [w for w in demo_set if w.domain == "software"]
-    assert {(w.subdomain, record(w)["state"]) for w in hangs} == {("nccl", "TIMEOUT"), ("framework", "CANCELLED")}
+    assert {(w.subdomain, record(w)["state"]) for w in hangs} == {
+        ("nccl", "TIMEOUT"), ("framework", "CANCELLED"), ("nccl.straggler", "FAILED"),
+    }  # fmt: skip
+    (recorded,) = [w for w in hangs if w.subdomain == "nccl.straggler"]  # a hang whose bundle carries the dumps
+    assert len(list((recorded.path / "traces" / "flight_recorder").iterdir())) == 8 * len(record(recorded)["nodes"])
     assert len([w for w in demo_set if relative(w)]) >= 5
     mixed_across_nodes = [w for w in demo_set if record(w)["scheduler"] == "slurm" and mixed(w)]
     assert len(mixed_across_nodes) >= 5

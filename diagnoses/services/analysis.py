@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from connectors.base import ConnectorError
 from diagnoses import selectors
-from diagnoses.models import Attempt, Diagnosis, Evidence, NodeEvent
+from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
 from engine import Analysis, to_json
@@ -88,7 +88,8 @@ def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis) -> None:
 
 
 def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis) -> Diagnosis:
-    """Store the diagnosis, its evidence and node events in one transaction (or return the one stored)."""
+    """Store the diagnosis, its evidence, node events and Flight Recorder summary in one transaction (or return the
+    one stored)."""
     document = analysis.diagnosis
     root = document["root_cause"] or {}
     text_cap = revision_engine(revision).ruleset.settings.text_cap
@@ -138,6 +139,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                 )
                 for event in analysis.events
             )
+            if analysis.dumps is not None:
+                FlightRecorderSummary.objects.create(diagnosis=diagnosis, summary=analysis.dumps.summary())
             _mark_analysed(attempt, diagnosis)
     except IntegrityError:
         diagnosis = Diagnosis.objects.filter(attempt=attempt, revision=revision).first()

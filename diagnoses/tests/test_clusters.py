@@ -52,6 +52,9 @@ def test_a_cluster_is_configured_with_its_scheduler_and_sources():
          "dgx-a: setting 'path_map' must be an object mapping names to strings"),
         ({"scheduler_settings": {"comand_prefix": ["ssh"]}}, "scheduler_settings",
          "dgx-a: setting 'comand_prefix' is not a setting of this connector"),
+        ({"scheduler_settings": {"flight_recorder_path": "/lustre/fr/{jobid}"}}, "scheduler_settings",
+         "dgx-a: setting 'flight_recorder_path' names {jobid}, which is not one of {job_id}, {name}, {node}, {user}, "
+         "{workdir}"),
         ({"scheduler_settings": {"token": "s3cret"}}, "scheduler_settings",
          "dgx-a: setting 'token' must not hold a secret: name an environment variable (token_env) or a file "
          "(token_file) that holds it"),

@@ -8,6 +8,7 @@ an ``attempt.json`` document in, an ``AttemptContext`` out), ``writer`` (``write
 
 from engine.bundle.reader import (
     ATTEMPT_FILE,
+    FLIGHT_RECORDER,
     LOG_SUFFIXES,
     SOURCES_FILE,
     BundleError,
@@ -19,6 +20,7 @@ from engine.bundle.writer import attempt_document, rfc3339, write_bundle
 
 __all__ = [
     "ATTEMPT_FILE",
+    "FLIGHT_RECORDER",
     "LOG_SUFFIXES",
     "SOURCES_FILE",
     "BundleError",

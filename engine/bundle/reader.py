@@ -19,6 +19,7 @@ from engine.context import (
     LogStream,
     SchedulerEvent,
     SourceReport,
+    TraceFile,
     stream_kind,
 )
 
@@ -34,6 +35,8 @@ SOURCES_FILE = "sources.json"
 REPORT_STATUSES = ("ok", "partial", "missing", "unreadable", "error")
 REPORT_FIELDS = ("name", "kind", "status", "detail")
 SCHEDULERS = ("slurm", "kueue", "kubernetes", "static")
+# PyTorch Flight Recorder dumps, one file per rank as PyTorch names them (``rank_0``, ``rank_1``, ...).
+FLIGHT_RECORDER = "traces/flight_recorder"
 
 
 class BundleError(Exception):
@@ -236,13 +239,34 @@ def load_bundle(path: str | Path, *, strict: bool = False) -> AttemptContext:
             metrics.extend(parse_query_range(file.read_bytes(), ref))
         except (OSError, ValueError) as exc:
             reports.append(SourceReport(name=file.stem, kind="metrics", status="unreadable", detail=f"{ref}: {exc}"))
+    traces = _trace_files(root, FLIGHT_RECORDER, reports)
     return AttemptContext(
         attempt=attempt,
         streams=tuple(streams),
         events=tuple(events),
         metrics=tuple(metrics),
         reports=tuple(reports),
+        flight_recorder=traces,
     )
+
+
+def _trace_files(root: Path, folder: str, reports: list[SourceReport]) -> tuple[TraceFile, ...]:
+    """The files of a traces folder, opened lazily (the engine reads and checks them); a subfolder or
+    anything else that is not a file is reported and ignored."""
+    directory = root / folder
+    if not directory.is_dir():
+        return ()
+    files = []
+    for entry in sorted(directory.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        ref = f"{folder}/{entry.name}"
+        if entry.is_file():
+            files.append(TraceFile.from_path(ref, entry))
+        else:
+            reports.append(SourceReport(name=entry.name, kind="traces", status="unreadable",
+                                        detail=f"{ref}: not a file; ignored"))  # fmt: skip
+    return tuple(files)
 
 
 def _log_streams(root: Path, reports: list[SourceReport]) -> list[LogStream]:

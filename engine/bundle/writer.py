@@ -3,9 +3,9 @@
 What the connectors gathered for a discovered attempt is written once into the bundle store; from then
 on the bundle is the one source of truth (analysis, evidence lines, ``export-bundle``). Each log stream
 goes to its ref (``logs/node02/syslog.log``), events and metric series to the files their refs name,
-and the reports of what could not be gathered to ``sources.json``, so the bundle read back gives the
-same diagnosis. Streams, events or series of two sources that name the same file are written one after
-the other into it, never lost.
+Flight Recorder dumps byte for byte to ``traces/flight_recorder/``, and the reports of what could not
+be gathered to ``sources.json``, so the bundle read back gives the same diagnosis. Streams, events or
+series of two sources that name the same file are written one after the other into it, never lost.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from engine.bundle.query_range import node_from_labels
-from engine.bundle.reader import ATTEMPT_FILE, LOG_SUFFIXES, SOURCES_FILE
-from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent
+from engine.bundle.reader import ATTEMPT_FILE, FLIGHT_RECORDER, LOG_SUFFIXES, SOURCES_FILE, BundleError
+from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, TraceFile
 
 CHUNK = 1 << 20
 
@@ -39,6 +39,8 @@ def write_bundle(context: AttemptContext, destination: Path) -> None:
         series[_file_of(one.ref, "#", "metrics", one.name or "metrics")].append(_series_document(one))
     for file, result in series.items():
         _write_json(destination / file, {"status": "success", "data": {"resultType": "matrix", "result": result}})
+    for trace in context.flight_recorder:
+        _write_trace(trace, destination / FLIGHT_RECORDER / _safe(trace.name))
     if context.reports:
         _write_json(
             destination / SOURCES_FILE,
@@ -102,6 +104,17 @@ def _append_stream(stream: LogStream, path: Path) -> None:
                 written.seek(-1, 2)
                 if written.read(1) != b"\n":
                     out.write(b"\n")
+        shutil.copyfileobj(source, out, CHUNK)
+
+
+def _write_trace(trace: TraceFile, path: Path) -> None:
+    """A trace file byte for byte, under its own name: two files of one name would be two dumps of one rank."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out = open(path, "xb")  # noqa: SIM115
+    except FileExistsError:
+        raise BundleError(f"{FLIGHT_RECORDER}/{path.name}: two trace files of this name") from None
+    with trace.opener() as source, out:
         shutil.copyfileobj(source, out, CHUNK)
 
 

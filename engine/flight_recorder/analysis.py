@@ -37,7 +37,7 @@ class RankState(StrEnum):
     SCHEDULED = "scheduled"  # enqueued, not started (a backend that records starts)
     ENQUEUED = "enqueued"  # enqueued; the backend records no start or completion
     NEVER_ENQUEUED = "never_enqueued"
-    UNKNOWN = "unknown"  # its dump holds nothing that far back, or nothing at all
+    UNKNOWN = "unknown"  # its dump holds nothing that far back, or nothing at all, or could not be read
     NO_DUMP = "no_dump"
 
 
@@ -128,7 +128,7 @@ class Report:
         """A compact text: per group the pending collective and the members by state, as rank ranges."""
         lines = []
         for group in self.groups:
-            head = f"process group {_group_label(group.process_group, group.pg_desc)}, {len(group.members)} ranks"
+            head = f"process group {group_label(group.process_group, group.pg_desc)}, {len(group.members)} ranks"
             if group.pending is None:
                 lines.append(f"{head}: nothing pending")
                 continue
@@ -139,12 +139,15 @@ class Report:
         return "\n".join(lines)
 
 
-def analyse(dumps: tuple[Dump, ...] | list[Dump], *, world_size: int | None = None) -> Report:
-    """The report of a set of per-rank dumps. `world_size` (the job's) reveals missing dumps of the highest ranks."""
+def analyse(
+    dumps: tuple[Dump, ...] | list[Dump], *, world_size: int | None = None, unreadable: frozenset[int] = frozenset()
+) -> Report:
+    """The report of a set of per-rank dumps. `world_size` (the job's) reveals missing dumps of the highest ranks;
+    `unreadable` ranks left a dump that could not be read: they are unknown, not lost."""
     by_rank = {dump.rank: dump for dump in dumps}
     if len(by_rank) != len(dumps):
         raise ValueError("two dumps of the same rank")
-    world = max([world_size or 0, *(rank + 1 for rank in by_rank)])
+    world = max([world_size or 0, *(rank + 1 for rank in [*by_rank, *unreadable])])
     entries: dict[str, dict[int, list[Entry]]] = {}
     descs: dict[str, str] = {}
     for rank in sorted(by_rank):
@@ -158,7 +161,7 @@ def analyse(dumps: tuple[Dump, ...] | list[Dump], *, world_size: int | None = No
         desc = descs.get(name) or (configs[name].desc if name in configs else "")
         group_entries = entries.get(name, {})
         members, known = _members(name, desc, configs.get(name), group_entries, world)
-        report, group_findings = _analyse_group(name, desc, members, known, group_entries, by_rank)
+        report, group_findings = _analyse_group(name, desc, members, known, group_entries, by_rank, unreadable)
         groups.append(report)
         findings.extend(group_findings)
     findings.sort(
@@ -208,14 +211,14 @@ def _done(entry: Entry, tracks_state: bool) -> bool:
     return entry.state == "completed" if tracks_state else entry.retired is not False
 
 
-def _analyse_group(name, desc, members, known, group_entries, by_rank) -> tuple[GroupReport, list[Finding]]:
+def _analyse_group(name, desc, members, known, group_entries, by_rank, unreadable) -> tuple[GroupReport, list[Finding]]:
     collectives = {
         rank: {entry.collective_seq_id: entry for entry in rank_entries if not entry.is_p2p}
         for rank, rank_entries in group_entries.items()
     }
     tracks_state = any(entry.state != "scheduled" for rank_entries in group_entries.values() for entry in rank_entries)
     dumped = [rank for rank in members if rank in by_rank]
-    lost = tuple(rank for rank in members if rank not in by_rank)
+    lost = tuple(rank for rank in members if rank not in by_rank and rank not in unreadable)
     # The first sequence number each rank has not done (never enqueued counts as not done).
     frontier = {}
     for rank in dumped:
@@ -244,13 +247,14 @@ def _analyse_group(name, desc, members, known, group_entries, by_rank) -> tuple[
     pending = _majority_collective(name, desc, pending_seq, at_seq)
     by_state: dict[RankState, list[int]] = {}
     for rank in members:
-        by_state.setdefault(_state(rank, pending_seq, collectives, by_rank, at_seq, tracks_state), []).append(rank)
+        state = _state(rank, pending_seq, collectives, by_rank, at_seq, tracks_state, unreadable)
+        by_state.setdefault(state, []).append(rank)
     states = tuple(RankGroup(state, tuple(by_state[state])) for state in RankState if state in by_state)
     waiting = sum(len(by_state.get(state, ())) for state in WAITED)
-    label, where = _collective_label(pending), _group_label(name, desc)
+    label, where = _collective_label(pending), group_label(name, desc)
     if by_state.get(RankState.NEVER_ENQUEUED):
         ranks = tuple(by_state[RankState.NEVER_ENQUEUED])
-        text = f"{_ranks_label(ranks)} never entered {label} (process group {where}; {_count(waiting)} waited)"
+        text = f"{ranks_label(ranks)} never entered {label} (process group {where}; {_count(waiting)} waited)"
         findings.append(
             Finding(FindingKind.NEVER_ENQUEUED, name, desc, pending_seq, pending.op, ranks, waiting, False, text)
         )
@@ -258,7 +262,7 @@ def _analyse_group(name, desc, members, known, group_entries, by_rank) -> tuple[
     if by_state.get(RankState.SCHEDULED) and moved:
         ranks = tuple(by_state[RankState.SCHEDULED])
         text = (
-            f"{_ranks_label(ranks)} enqueued {label} but never started it "
+            f"{ranks_label(ranks)} enqueued {label} but never started it "
             f"(process group {where}; {_count(moved)} started it)"
         )
         findings.append(
@@ -269,9 +273,9 @@ def _analyse_group(name, desc, members, known, group_entries, by_rank) -> tuple[
     return GroupReport(name, desc, members, pending, waited_on, states), findings
 
 
-def _state(rank, seq, collectives, by_rank, at_seq, tracks_state) -> RankState:
+def _state(rank, seq, collectives, by_rank, at_seq, tracks_state, unreadable) -> RankState:
     if rank not in by_rank:
-        return RankState.NO_DUMP
+        return RankState.UNKNOWN if rank in unreadable else RankState.NO_DUMP
     entry = at_seq.get(rank)
     if entry is not None:
         if not tracks_state:
@@ -286,7 +290,7 @@ def _state(rank, seq, collectives, by_rank, at_seq, tracks_state) -> RankState:
 
 
 def _missing(name, desc, lost, pending, label, waiting, waited_on) -> Finding:
-    text = f"{_ranks_label(lost)} left no dump (process group {_group_label(name, desc)}"
+    text = f"{ranks_label(lost)} left no dump (process group {group_label(name, desc)}"
     if pending is not None:
         verb = "waited on" if waited_on else "last entered"
         text += f"; {_count(waiting)} {verb} {label}"
@@ -343,12 +347,12 @@ def _mismatch(name, desc, seq, at_seq: dict[int, Entry], fields: tuple[str, ...]
     for rank in sorted(at_seq):
         variants.setdefault(tuple(getattr(at_seq[rank], field) for field in fields), []).append(rank)
     ordered = sorted(variants.items(), key=lambda item: (-len(item[1]), item[1][0]))
-    where = _group_label(name, desc)
+    where = group_label(name, desc)
     op = at_seq[ordered[0][1][0]].profiling_name
     if len(ordered[0][1]) > len(ordered[1][1]):
         ranks = tuple(sorted(rank for _, members in ordered[1:] for rank in members))
         odd = "; ".join(
-            f"{_ranks_label(members)} {_describe(fields, values, op, seq)}" for values, members in ordered[1:]
+            f"{ranks_label(members)} {_describe(fields, values, op, seq)}" for values, members in ordered[1:]
         )
         text = (
             f"{odd} where {_count(len(ordered[0][1]))} {_describe(fields, ordered[0][0], op)} (process group {where})"
@@ -356,7 +360,7 @@ def _mismatch(name, desc, seq, at_seq: dict[int, Entry], fields: tuple[str, ...]
     else:
         ranks = tuple(sorted(at_seq))
         text = f"process group {where} disagrees at #{seq}: " + "; ".join(
-            f"{_ranks_label(members)} {_describe(fields, values, op)}" for values, members in ordered
+            f"{ranks_label(members)} {_describe(fields, values, op)}" for values, members in ordered
         )
     return Finding(FindingKind.MISMATCH, name, desc, seq, op, ranks, 0, False, text)
 
@@ -416,8 +420,8 @@ def _p2p_findings(name, desc, members, group_entries, by_rank, tracks_state) -> 
                 continue
             other = "recv" if kind == "send" else "send"
             text = (
-                f"{_ranks_label((peer,))} never posted the {other} matching rank {poster}'s {entry.profiling_name} "
-                f"(p2p #{entry.p2p_seq_id} of rank {poster}, process group {_group_label(name, desc)})"
+                f"{ranks_label((peer,))} never posted the {other} matching rank {poster}'s {entry.profiling_name} "
+                f"(p2p #{entry.p2p_seq_id} of rank {poster}, process group {group_label(name, desc)})"
             )
             findings.append(
                 Finding(
@@ -440,11 +444,11 @@ def _collective_label(collective: Collective) -> str:
     return f"{collective.op} #{collective.seq}"
 
 
-def _group_label(name: str, desc: str) -> str:
+def group_label(name: str, desc: str) -> str:
     return f"{name} ({desc})" if desc and desc not in ("undefined", name) else name
 
 
-def _ranks_label(ranks) -> str:
+def ranks_label(ranks) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
 
 

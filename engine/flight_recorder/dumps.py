@@ -100,17 +100,41 @@ def read_dump_dir(directory: str | os.PathLike, *, prefix: str | None = None) ->
     folder = Path(directory)
     if not folder.is_dir():
         raise DumpError(f"{folder}: not a directory")
-    ranked: dict[str, dict[int, Path]] = {}
-    for path in folder.iterdir():
-        match = _RANKED_NAME.match(path.name)
-        if match and path.is_file() and (prefix is None or match.group(1) == prefix):
-            ranked.setdefault(match.group(1), {})[int(match.group(2))] = path
+    names = [path.name for path in folder.iterdir() if path.is_file()]
+    files, _ = rank_files(names, prefix=prefix, where=str(folder))
+    return tuple(read_dump(folder / files[rank], rank=rank) for rank in sorted(files))
+
+
+def rank_of(name: str) -> int | None:
+    """The rank a dump's file name ends with (`rank_12` -> 12), or None for a name that is no dump's."""
+    match = _RANKED_NAME.match(name)
+    return int(match.group(2)) if match and not name.startswith(".") else None
+
+
+def rank_files(names, *, prefix: str | None = None, where: str) -> tuple[dict[int, str], tuple[str, ...]]:
+    """Which of the file `names` are dumps, of which rank (`<prefix><rank>`), and the names that are not (sorted).
+
+    Without `prefix`, the names that end in a number must share one prefix. Several prefixes, two files of one rank
+    (`rank_3`, `rank_03`) or more than MAX_FILES dumps are a DumpError naming `where`.
+    """
+    ranked: dict[str, dict[int, str]] = {}
+    others = []
+    for name in sorted(names):
+        match = _RANKED_NAME.match(name)
+        if not match or name.startswith(".") or (prefix is not None and match.group(1) != prefix):
+            others.append(name)
+            continue
+        files = ranked.setdefault(match.group(1), {})
+        rank = int(match.group(2))
+        if rank in files:
+            raise DumpError(f"{where}: two dumps of rank {rank} ({files[rank]}, {name})")
+        files[rank] = name
     if len(ranked) > 1:
-        raise DumpError(f"{folder}: dumps with several prefixes ({', '.join(sorted(ranked))}): name the prefix")
+        raise DumpError(f"{where}: dumps with several prefixes ({', '.join(sorted(ranked))}): name the prefix")
     files = next(iter(ranked.values()), {})
     if len(files) > MAX_FILES:
-        raise DumpError(f"{folder}: {len(files):,} dumps, more than {MAX_FILES:,}")
-    return tuple(read_dump(files[rank], rank=rank) for rank in sorted(files))
+        raise DumpError(f"{where}: {len(files):,} dumps, more than {MAX_FILES:,}")
+    return files, tuple(others)
 
 
 def read_dump(path: str | os.PathLike, *, rank: int) -> Dump:

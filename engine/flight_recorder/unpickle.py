@@ -65,36 +65,50 @@ class _NoObjects(pickle.Unpickler):
 
 
 def check_plain(value: object, *, name: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> None:
-    """Refuse anything but plain data nested at most `max_depth` deep with at most `max_values` values in all."""
+    """Refuse anything but plain data nested at most `max_depth` deep with at most `max_values` values in all.
+
+    A container reachable several times counts each time (so an exponentially shared structure is refused), but is
+    walked once: what it holds, and how deep, is kept by its id (PyTorch shares each stack frame between entries).
+    """
     scalars = _KEY_TYPES
-    pending = [(value, 1)]
-    seen = 0
-    while pending:
-        item, depth = pending.pop()
-        kind = type(item)
-        if kind in scalars:
-            seen += 1
-            continue
+    known: dict[int, tuple[int, int]] = {}  # container id -> (values reachable from it, its height); (-1, 0) inside it
+
+    def visit(item: object, depth: int) -> tuple[int, int]:
+        seen = known.get(id(item))
+        if seen is not None:
+            if seen[0] < 0:
+                raise DumpError(f"{name}: a container inside itself")
+            if depth + seen[1] > max_depth:
+                raise DumpError(f"{name}: nested more than {max_depth} deep")
+            return seen
         if depth > max_depth:
             raise DumpError(f"{name}: nested more than {max_depth} deep")
+        kind = type(item)
         if kind is dict:
             for key in item:
                 if type(key) not in scalars:
                     raise DumpError(f"{name}: a dict key of type {type(key).__name__}")
-            children = item.values()
-            seen += 1 + len(item)
+            children, count = item.values(), 1 + len(item)
         elif kind is list or kind is tuple:
-            children = item
-            seen += 1
+            children, count = item, 1
         else:
             raise DumpError(f"{name}: a value of type {kind.__name__}")
+        known[id(item)] = (-1, 0)
+        height = 0
         for child in children:
             if type(child) in scalars:
-                seen += 1
-            else:
-                pending.append((child, depth + 1))
-        if seen > max_values:
-            raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
+                count += 1
+                continue
+            values, below = visit(child, depth + 1)
+            count += values
+            height = max(height, below + 1)
+            if count > max_values:
+                raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
+        known[id(item)] = (count, height)
+        return count, height
+
+    if type(value) not in scalars and visit(value, 1)[0] > max_values:
+        raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
 
 
 def interpret(data: bytes, *, name: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> object:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from engine import Engine, load_rules
-from engine.bundle import load_bundle
+from engine.bundle import FLIGHT_RECORDER, load_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PACK = ROOT / "rules" / "packs" / "default"
@@ -43,9 +43,11 @@ def write_bundle(
     logs: dict[str, list[str] | str | bytes] | None = None,
     events: dict[str, list[dict]] | None = None,
     metrics: dict[str, dict] | None = None,
+    traces: dict[str, bytes] | None = None,
     **attempt,
 ) -> Path:
-    """Write a bundle under ``root``: ``logs`` maps paths under logs/ to lines (or raw text/bytes)."""
+    """Write a bundle under ``root``: ``logs`` maps paths under logs/ to lines (or raw text/bytes), ``traces``
+    the names of Flight Recorder dumps (``rank_0``) to their bytes."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "attempt.json").write_text(json.dumps(attempt_record(**attempt), indent=1))
     for relative, content in (logs or {}).items():
@@ -63,6 +65,10 @@ def write_bundle(
         path = root / "metrics" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(body))
+    for name, data in (traces or {}).items():
+        path = root / FLIGHT_RECORDER / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
     return root
 
 

@@ -55,6 +55,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         document=document,
         evidence=evidence,
         missing_sources=[source for source in document["sources"] if source["status"] != "ok"],
+        flight_recorder=selectors.flight_recorder_summary(diagnosis),
         zoom=zoom,
         timeline=timeline.layout(
             start=attempt.start,

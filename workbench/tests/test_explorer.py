@@ -38,6 +38,12 @@ rules:
     role: cause
     domain: scheduler
     subdomain: time_limit
+  - id: straggler
+    description: a rank that never entered a collective
+    flight_recorder: {finding: [never_enqueued]}
+    role: cause
+    domain: software
+    subdomain: nccl.straggler
 """
 XID_79 = "Nov  2 10:14:07 node02 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
 
@@ -117,6 +123,8 @@ def test_rules_that_read_no_log_lines_say_so(ruleset):
         "matcher",
         "a attempt rule: it reads the scheduler's record of the attempt, not log lines",
     )
+    v = verdict(explore(ruleset, XID_79), "straggler")
+    assert v.reason == "a flight_recorder rule: it reads the attempt's PyTorch Flight Recorder dumps, not log lines"
 
 
 def test_an_unknown_kind_is_refused(ruleset):

@@ -1,16 +1,23 @@
-"""A Kubernetes API double serving Kueue Workloads, Pods, pod logs and Events in the API's shapes.
+"""A Kubernetes API double serving Kueue Workloads, Pods, pod logs, Events and nodes' log files in the API's shapes.
 
 Paths, parameters and bodies follow the Kubernetes API reference (``PodList``, ``EventList``,
 ``GET /api/v1/namespaces/{ns}/pods/{name}/log`` with ``container``, ``previous``, ``timestamps``,
 ``tailLines``; list ``limit``/``continue``; a ``Status`` body with ``code: 404`` for a deleted pod)
-and Kueue's (``kueue.x-k8s.io/v1beta1`` ``WorkloadList``). ``faults`` holds responses to give instead of
-the next ones. ``kueue_cluster()`` is the double of the tests: a namespace of Kueue workloads (failed,
-evicted, succeeded, running, never started, long ago) with their pods, logs and events.
+and Kueue's (``kueue.x-k8s.io/v1beta1`` ``WorkloadList``). ``GET /api/v1/nodes/{node}/proxy/logs/{path}`` answers as
+the API server's proxy to the node's kubelet does: the kubelet serves the node's ``/var/log`` with Go's
+``http.FileServer`` (kubelet.go: ``http.StripPrefix("/logs/", http.FileServer(http.Dir(nodeLogDir)))``), so a
+folder is an HTML listing (net/http's ``dirList``), a folder without its trailing slash a 301 to it, a missing file
+``404 page not found`` as text; ``node_files`` holds each node's files by their path under ``/var/log``.
+``faults`` holds responses to give instead of the next ones. ``kueue_cluster()`` is the double of the tests: a
+namespace of Kueue workloads (failed, evicted, succeeded, running, never started, long ago) with their pods, logs
+and events.
 """
 
 from __future__ import annotations
 
+import html
 import re
+from urllib.parse import quote, unquote
 
 from connectors.tests.http_double import HttpDouble, Request
 
@@ -18,6 +25,7 @@ WORKLOADS = re.compile(r"^/apis/kueue\.x-k8s\.io/v1beta1(?:/namespaces/([^/]+))?
 PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
 EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
+NODE_LOGS = re.compile(r"^/api/v1/nodes/([^/]+)/proxy/logs/(.*)$")
 
 
 def not_found(kind: str, name: str) -> tuple[int, dict, dict]:
@@ -29,6 +37,7 @@ def not_found(kind: str, name: str) -> tuple[int, dict, dict]:
 class KubernetesDouble(HttpDouble):
     def __init__(self, workloads: list[dict], pods: list[dict], events: list[dict], logs: dict):
         self.workloads, self.pods, self.events, self.logs = workloads, pods, events, logs
+        self.node_files: dict[str, dict[str, bytes]] = {}  # node -> path under /var/log -> content
         self.faults: list[tuple[int, dict, object]] = []
         super().__init__(self.answer)
 
@@ -58,12 +67,33 @@ class KubernetesDouble(HttpDouble):
             if "tailLines" in params:
                 lines = lines[-int(params["tailLines"]) :]
             return 200, {"Content-Type": "text/plain"}, "".join(lines).encode()
+        if match := NODE_LOGS.match(path):
+            return self.node_log(match.group(1), unquote(match.group(2)))
         if match := EVENTS.match(path):
             items = [e for e in self.events if e["metadata"]["namespace"] == match.group(1)
                      and _field_selected(e, params.get("fieldSelector", ""))]  # fmt: skip
             return self.page("v1", "EventList", items, params)
         return 404, {}, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "the server could "
                          "not find the requested resource", "reason": "NotFound", "code": 404}  # fmt: skip
+
+    def node_log(self, node: str, path: str):
+        if node not in self.node_files and node not in {p["spec"].get("nodeName") for p in self.pods}:
+            return not_found("nodes", node)
+        files = self.node_files.get(node, {})
+        folder = path.rstrip("/")
+        inside = {name[len(folder) + 1 :] if folder else name for name in files if name.startswith(f"{folder}/")}
+        if path in files:
+            data = files[path]
+            kind = "text/plain; charset=utf-8" if data.lstrip()[:1] == b"{" else "application/octet-stream"
+            return 200, {"Content-Type": kind, "Accept-Ranges": "bytes"}, data
+        if not inside and folder:
+            return 404, {"Content-Type": "text/plain; charset=utf-8"}, b"404 page not found\n"
+        if not path.endswith("/") and path:
+            return 301, {"Location": f"{folder.rsplit('/', 1)[-1]}/"}, b""
+        entries = sorted({name.split("/", 1)[0] + ("/" if "/" in name else "") for name in inside})
+        links = "".join(f'<a href="{_href(entry)}">{html.escape(entry, quote=False)}</a>\n' for entry in entries)
+        body = f'<!doctype html>\n<meta name="viewport" content="width=device-width">\n<pre>\n{links}</pre>\n'
+        return 200, {"Content-Type": "text/html; charset=utf-8"}, body.encode()
 
     def page(self, api_version: str, kind: str, items: list[dict], params: dict):
         offset = int(params.get("continue") or 0)
@@ -80,6 +110,13 @@ def parse_bool(value: str) -> bool:
     if value in ("0", "f", "F", "FALSE", "false", "False"):
         return False
     raise ValueError(f"invalid boolean {value!r}")
+
+
+def _href(name: str) -> str:
+    """A name as Go's ``url.URL{Path: name}.String()`` writes it: escaped as a path, ``./`` before a first segment
+    with a colon (so that it is not read as a scheme)."""
+    escaped = quote(name, safe="$&+,/:;=@")
+    return f"./{escaped}" if ":" in name.split("/", 1)[0] else escaped
 
 
 def _selected(labels: dict, selector: str) -> bool:

@@ -41,3 +41,15 @@ def wait_for(job_ids: list[str], states: set[str], limit: float) -> None:
 
 def node_state(node: str) -> str:
     return run("sinfo", "-h", "-n", node, "-o", "%T")
+
+
+def hang_job(dumps: str, shared: str, output: str) -> str:
+    """A job that leaves Flight Recorder dumps in ``shared/<job id>/<node>/`` (copied from ``dumps``, as PyTorch
+    writes ``$TORCH_FR_DUMP_TEMP_FILE<rank>`` there) and prints ``output`` (what torchrun printed), then fails."""
+    return f"""#!/bin/bash
+folder="{shared}/$SLURM_JOB_ID/$(hostname -s)"
+mkdir -p "$folder"
+cp {dumps}/rank_* "$folder/"
+cat {output}
+exit 1
+"""

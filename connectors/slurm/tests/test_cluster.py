@@ -2,9 +2,11 @@
 
 Real jobs fail in the four ways the connector must tell apart: exit 1 after NCCL errors, a time
 limit, scancel, and a node marked down under a ``--no-requeue`` job. Discovery must find them with
-the right states and exit codes, and the engine must diagnose what the connector gathered.
+the right states and exit codes, and the engine must diagnose what the connector gathered. A fifth job
+hangs in a collective and leaves PyTorch Flight Recorder dumps on the shared filesystem, in a folder of
+its node, where ``flight_recorder_path`` finds them.
 
-Marking the node down kills every job on it, so the node-loss job runs alone first; the other three
+Marking the node down kills every job on it, so the node-loss job runs alone first; the other four
 then run concurrently (the time limit takes about 80 s: Slurm checks limits every 30 s or so).
 """
 
@@ -22,10 +24,12 @@ import pytest
 
 from connectors.base import DiscoveredAttempt
 from connectors.gather import gather
+from connectors.settings_reader import SettingError
 from connectors.slurm.scheduler import SlurmScheduler
 from engine.bundle import load_bundle, rfc3339
 
 ROOT = Path(__file__).resolve().parents[3]
+STRAGGLER = ROOT / "engine" / "flight_recorder" / "tests" / "dumps" / "straggler"
 pytestmark = [
     pytest.mark.slurm,
     pytest.mark.skipif(os.geteuid() != 0, reason="the Slurm tests run a real Slurm cluster, which needs root"),
@@ -66,15 +70,34 @@ def slurm_jobs(slurm, tmp_path_factory):
     timeout = sbatch("train-timeout", "sleep.sh", "--time=1")
     failed = sbatch("train-fail", "fail.sh", f"--error={out}/%x-%j.err")
     cancelled = sbatch("train-cancel", "sleep.sh")
+    (out / "hang.sh").write_text(slurm.hang_job(str(_dumps_of_now(out / "dumps")), str(out / "fr"),
+                                                str(STRAGGLER / "torchrun.log")))  # fmt: skip
+    hang = sbatch("train-hang", "hang.sh")
     slurm.wait_for([cancelled], {"RUNNING"}, 60)
     slurm.run("scancel", cancelled)
-    slurm.wait_for([timeout, failed, cancelled], {"TIMEOUT", "FAILED", "CANCELLED"}, 240)
+    slurm.wait_for([timeout, failed, cancelled, hang], {"TIMEOUT", "FAILED", "CANCELLED"}, 240)
     return {
         "node": node,
         "begin": begin,
         "out": out,
-        "jobs": {"lost": lost, "timeout": timeout, "failed": failed, "cancelled": cancelled},
+        "jobs": {"lost": lost, "timeout": timeout, "failed": failed, "cancelled": cancelled, "hang": hang},
     }
+
+
+def _dumps_of_now(folder: Path) -> Path:
+    """The real straggler dumps (their JSON form: rank 2 never entered all_reduce #4), with their times moved to
+    now, so that they fall in the window of the job that leaves them."""
+    folder.mkdir()
+    documents = {path.name: json.loads(path.read_text()) for path in (STRAGGLER / "json").glob("rank_*")}
+    first = min(entry["time_created_ns"] for document in documents.values() for entry in document["entries"])
+    shift = time.time_ns() - first
+    for name, document in documents.items():
+        for entry in document["entries"]:
+            for key in ("time_created_ns", "time_discovered_started_ns", "time_discovered_completed_ns"):
+                if entry.get(key):
+                    entry[key] += shift
+        (folder / name).write_text(json.dumps(document))
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +124,7 @@ def test_discovery_finds_each_failed_job_with_its_state_and_exit_code(slurm_jobs
         "timeout": ("TIMEOUT", "0:0"),
         "cancelled": ("CANCELLED", "0:0"),
         "lost": ("NODE_FAIL", "0:0"),
+        "hang": ("FAILED", "1:0"),
     }
     for role, (state, exit_code) in expected.items():
         attempt = by_id[jobs[role]].attempt
@@ -167,6 +191,35 @@ def test_the_failed_job_is_diagnosed_from_its_output(diagnoses):
     assert "logs/stdout.out" in refs
     stdout = next(s for s in diagnosis["sources"] if s["name"] == "stdout")
     assert stdout["status"] == "ok"
+
+
+def test_the_dumps_the_job_left_on_the_shared_filesystem_name_the_rank_that_stopped(slurm_jobs, discovered, engine):
+    _, by_id, _ = discovered
+    node, out = slurm_jobs["node"], slurm_jobs["out"]
+    settings = {"cluster": "faultline-test", "flight_recorder_path": f"{out}/fr/{{job_id}}/{{node}}"}
+    context = gather(by_id[slurm_jobs["jobs"]["hang"]], SlurmScheduler("slurm", settings))
+    assert [trace.ref for trace in context.flight_recorder] == [f"traces/flight_recorder/rank_{r}" for r in range(4)]
+    assert context.attempt.ranks == dict.fromkeys(range(4), node)  # the folder each dump was in
+    diagnosis = engine.diagnose(context)
+    assert (diagnosis["outcome"], diagnosis["subdomain"]) == ("attributed", "nccl.straggler")
+    root = diagnosis["root_cause"]
+    assert (root["rule"], root["nodes"]) == ("fr.never_entered", [node])
+    assert root["summary"].startswith(f"Rank 2 on {node} never entered gloo:all_reduce #4")
+    # without the setting, or for a job that left none, the dumps are simply not there
+    failed = gather(by_id[slurm_jobs["jobs"]["failed"]], SlurmScheduler("slurm", settings))
+    assert failed.flight_recorder == ()
+    report = next(r for r in failed.reports if r.kind == "traces")
+    assert (report.status, report.detail) == (
+        "missing",
+        f"slurm: no Flight Recorder dump in {out}/fr/{slurm_jobs['jobs']['failed']}/{node}",
+    )
+
+
+def test_the_dump_path_is_checked_when_the_settings_are_read():
+    with pytest.raises(SettingError, match=r"names \{rank\}, which is not one of"):
+        SlurmScheduler("slurm", {"cluster": "c", "flight_recorder_path": "/shared/fr/{job_id}/{rank}"})
+    with pytest.raises(SettingError, match="must be an absolute path under / without '..'"):
+        SlurmScheduler("slurm", {"cluster": "c", "flight_recorder_path": "fr/{job_id}"})
 
 
 def test_the_epilog_builds_the_same_attempt_as_discovery(slurm_jobs, discovered, tmp_path):
