@@ -176,6 +176,7 @@ SPECTACULAR_SETTINGS = {
 }
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "pages:overview"
+LOGOUT_REDIRECT_URL = "login"  # signing out lands on the sign-in page
 
 LOGGING = {
     "version": 1,
