@@ -37,6 +37,10 @@ FOCUS_SHOWN = """() => {
 }"""
 
 
+# The accessible name of the focused timeline mark (false when the focus is elsewhere).
+FOCUSED_MARK = "() => document.activeElement.matches('.timeline .mark') && document.activeElement.ariaLabel"
+
+
 @pytest.fixture
 def operator(page: Page, live_server, person):
     """The demo data, and a rule editor signed in (at 1280 px)."""
@@ -122,9 +126,7 @@ def test_overlapping_marks_are_reached_one_by_one_from_the_keyboard(operator: Pa
     marks.first.focus()
     reached = []
     for _ in range(3 * len(labels)):  # Tab through the timeline (lane names are links too)
-        focused = operator.evaluate(
-            "() => document.activeElement.matches('.timeline .mark') && document.activeElement.getAttribute('aria-label')"
-        )
+        focused = operator.evaluate(FOCUSED_MARK)
         if focused:
             reached.append(focused)
         elif reached and not operator.evaluate("() => !!document.activeElement.closest('.timeline')"):
@@ -150,7 +152,8 @@ def test_every_timeline_mark_leads_to_its_line(operator: Page, live_server):
             hit = operator.locator("#timeline-line .context-lines li.hit")
             expect(hit).to_have_text(mark.get_attribute("data-line"))
             box, line = operator.locator("#timeline-line .context-lines").bounding_box(), hit.bounding_box()
-            assert box["y"] <= line["y"] and line["y"] + line["height"] <= box["y"] + box["height"]
+            assert box["y"] <= line["y"]
+            assert line["y"] + line["height"] <= box["y"] + box["height"]
 
 
 def test_the_evidence_context_opens_on_the_matched_line(operator: Page, live_server):
@@ -165,7 +168,8 @@ def test_the_evidence_context_opens_on_the_matched_line(operator: Page, live_ser
     if lines.evaluate("list => list.scrollHeight > list.clientHeight"):  # a box that scrolls: the line in its middle
         middle = box["y"] + box["height"] / 2
         assert abs(line["y"] + line["height"] / 2 - middle) < box["height"] / 4, (box, line)
-    assert box["y"] <= line["y"] and line["y"] + line["height"] <= box["y"] + box["height"], (box, line)
+    assert box["y"] <= line["y"], (box, line)
+    assert line["y"] + line["height"] <= box["y"] + box["height"], (box, line)
 
 
 def test_error_pages_are_in_the_site_layout_and_signing_out_lands_on_the_login_page(
