@@ -57,6 +57,14 @@ def bundle_root(request, tmp_path):
     return root
 
 
+@pytest.fixture(autouse=True)
+def batches_at_once(request):
+    """Backtests and reanalyses run in the test's own thread when their transaction commits. Without a broker they
+    would run in a thread of their own (``FAULTLINE_BATCH_IN_THREAD``, for ``make run``); a test of that sets it."""
+    if Path(request.node.path).relative_to(ROOT).parts[0] not in PURE:
+        request.getfixturevalue("settings").FAULTLINE_BATCH_IN_THREAD = False
+
+
 @pytest.fixture
 def write_bundle():
     """``write_bundle(directory, logs=..., events=..., metrics=..., **attempt_fields)``: the one bundle

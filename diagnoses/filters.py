@@ -41,15 +41,22 @@ class IdFilter(django_filters.Filter):
     field_class = IdField
 
 
+NONE = "none"  # the filter value of an attempt without an outcome or a domain
+
+
 class AttemptFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name", help_text="Cluster name")
     job = django_filters.CharFilter(field_name="job__job_id", help_text="The scheduler's job id")
     state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", help_text="Scheduler state")
     analysis_state = django_filters.ChoiceFilter(choices=Attempt.Analysis.choices)
     outcome = django_filters.ChoiceFilter(
-        field_name="current_diagnosis__outcome", choices=Diagnosis.Outcome.choices, help_text="Diagnosis outcome"
+        method="filter_outcome",
+        choices=[*Diagnosis.Outcome.choices, (NONE, "not analysed")],
+        help_text="Diagnosis outcome; none: not analysed (yet)",
     )
-    domain = django_filters.CharFilter(field_name="current_diagnosis__domain")
+    domain = django_filters.CharFilter(
+        method="filter_domain", help_text="Diagnosis domain; none: a diagnosis without one"
+    )
     subdomain = django_filters.CharFilter(field_name="current_diagnosis__subdomain")
     node = django_filters.CharFilter(method="filter_node", help_text="Ran on this node")
     root_cause_node = django_filters.CharFilter(
@@ -63,6 +70,16 @@ class AttemptFilter(django_filters.FilterSet):
     class Meta:
         model = Attempt
         fields = []
+
+    def filter_outcome(self, queryset, name, value):
+        if value == NONE:
+            return queryset.filter(current_diagnosis__isnull=True)
+        return queryset.filter(current_diagnosis__outcome=value)
+
+    def filter_domain(self, queryset, name, value):
+        if value == NONE:
+            return queryset.filter(current_diagnosis__isnull=False, current_diagnosis__domain="")
+        return queryset.filter(current_diagnosis__domain=value)
 
     def filter_node(self, queryset, name, value):
         return queryset.filter(pk__in=Attempt.nodes.through.objects.filter(node__name=value).values("attempt_id"))

@@ -240,7 +240,21 @@ class Diagnosis(models.Model):
         return json.loads(self.document_json)
 
 
-class Evidence(models.Model):
+class ApproximateTime(models.Model):
+    """A line's time as the engine knows it (docs/rules.md, "Time"): exact when the line carries its own, else
+    ``time_approx`` with the interval its neighbours give (``time`` is then the earliest bound, or None)."""
+
+    time_approx = models.BooleanField(
+        default=False, help_text="The line carries no exact time of its own: time is its earliest bound"
+    )
+    time_low = models.DateTimeField(null=True, blank=True, help_text="An approximate time's earliest bound")
+    time_high = models.DateTimeField(null=True, blank=True, help_text="An approximate time's latest bound")
+
+    class Meta:
+        abstract = True
+
+
+class Evidence(ApproximateTime):
     """One line of a diagnosis's evidence trail, in the document's order."""
 
     diagnosis = models.ForeignKey(Diagnosis, on_delete=models.CASCADE, related_name="evidence")
@@ -267,7 +281,7 @@ class Evidence(models.Model):
         return f"{self.rule} {self.ref}"
 
 
-class NodeEvent(models.Model):
+class NodeEvent(ApproximateTime):
     """An event the engine found while diagnosing (every event in scope, with its role): the timeline."""
 
     diagnosis = models.ForeignKey(Diagnosis, on_delete=models.CASCADE, related_name="events")

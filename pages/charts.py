@@ -20,6 +20,7 @@ class Bar:
     height: float
     series: str
     title: str  # "2026-11-02: 3 attributed"
+    href: str = ""  # the list of the attempts it counts
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,15 @@ class Chart:
     total: int
 
 
-def stacked_by_day(counts: dict[tuple[date, str], int], *, days: list[date], series: list[str]) -> Chart:
-    """A stacked bar per day: ``counts[(day, series)]``, stacked in ``series`` order from the baseline."""
+def stacked_by_day(
+    counts: dict[tuple[date, str], int],
+    *,
+    days: list[date],
+    series: list[str],
+    link: Callable[[date, str], str] | None = None,
+) -> Chart:
+    """A stacked bar per day: ``counts[(day, series)]``, stacked in ``series`` order from the baseline; ``link(day,
+    series)`` is where a bar leads."""
     plot_width = WIDTH - LEFT - RIGHT
     plot_height = HEIGHT - TOP - BOTTOM
     baseline = HEIGHT - BOTTOM
@@ -67,6 +75,7 @@ def stacked_by_day(counts: dict[tuple[date, str], int], *, days: list[date], ser
                     height=round(height, 2),
                     series=name,
                     title=f"{day.isoformat()}: {value} {name}",
+                    href=link(day, name) if link else "",
                 )
             )
     every = -(-len(days) // MAX_DAY_LABELS)  # ceiling division

@@ -60,7 +60,8 @@ def evidence_trail(diagnosis: Diagnosis) -> list[Evidence]:
 
 
 def timeline_events(diagnosis: Diagnosis) -> list[Event]:
-    fields = ("node__name", "time", "role", "rule", "text", "ref", "count", "kind")
+    fields = ["node__name", "time", "role", "rule", "text", "ref", "count", "kind"]
+    fields += ["pk", "time_approx", "time_low", "time_high"]
     return [Event(*row) for row in NodeEvent.objects.filter(diagnosis=diagnosis).values_list(*fields)]
 
 
@@ -75,6 +76,15 @@ def evidence_of_attempt(*, attempt_id: int, evidence_id: int) -> Evidence | None
     return (
         Evidence.objects.select_related("diagnosis__attempt")
         .filter(pk=evidence_id, diagnosis__attempt_id=attempt_id)
+        .first()
+    )
+
+
+def event_of_attempt(*, attempt_id: int, event_id: int) -> NodeEvent | None:
+    """A node event of one of the attempt's diagnoses."""
+    return (
+        NodeEvent.objects.select_related("diagnosis__attempt", "node")
+        .filter(pk=event_id, diagnosis__attempt_id=attempt_id)
         .first()
     )
 
@@ -111,7 +121,8 @@ def node_events_recent(node: Node, *, limit: int = 30) -> list[NodeEvent]:
     return list(
         NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
         .select_related("diagnosis__attempt__job")
-        .only("time", "role", "rule", "text", "ref", "count", "diagnosis__attempt__number",
+        .only("time", "time_approx", "time_low", "time_high", "role", "rule", "text", "ref", "count",
+              "diagnosis__attempt__number",
               "diagnosis__attempt__job__job_id")
         .order_by("-time", "-pk")[:limit]
     )  # fmt: skip

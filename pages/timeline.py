@@ -41,6 +41,15 @@ class Event:
     ref: str
     count: int
     kind: str
+    pk: int | None = None  # the NodeEvent row
+    approx: bool = False  # the line has no time of its own: ``time`` is the earliest bound of [low, high]
+    low: datetime | None = None
+    high: datetime | None = None
+
+    @property
+    def at(self) -> datetime | None:
+        """Where it is drawn: its time, or for an approximate one known only by its bounds, the earliest bound."""
+        return self.time or self.low or self.high
 
 
 @dataclass
@@ -53,13 +62,37 @@ class Mark:
     text: str  # the first event's line
     ref: str
     evidence: int | None = None  # the evidence row showing this line, if any
+    event: int | None = None  # the first event's row (its line in the bundle, when no evidence row shows it)
+    approx: bool = False  # drawn as the interval [low, high] its lines lie in
+    low: datetime | None = None
+    high: datetime | None = None
+    x_low: float = 0
+    x_high: float = 0
 
     @property
     def label(self) -> str:
-        """The mark's accessible name."""
+        """The mark's accessible name (times in UTC, as the axis)."""
         what = self.role.replace("_", " ")
         more = f" (and {self.count - 1} more)" if self.count > 1 else ""
-        return f"{what}: {self.rule} at {self.time:%H:%M:%S}{more}"
+        if not self.approx:
+            return f"{what}: {self.rule} at {self.time:%H:%M:%S} UTC{more}"
+        return f"{what}: {self.rule} at ~{self.time:%H:%M:%S} UTC (approximate: {self.bounds}){more}"
+
+    @property
+    def span_from(self) -> float:
+        """Where an approximate mark's interval begins, relative to the mark."""
+        return round(self.x_low - self.x, 2)
+
+    @property
+    def span_width(self) -> float:
+        return round(max(self.x_high - self.x_low, 2), 2)
+
+    @property
+    def bounds(self) -> str:
+        """Where an approximate mark's lines lie: ``between 10:14:07 and 10:15:00 UTC``."""
+        if self.low is not None and self.high is not None:
+            return f"between {self.low:%H:%M:%S} and {self.high:%H:%M:%S} UTC"
+        return f"after {self.time:%H:%M:%S} UTC"
 
 
 @dataclass
@@ -100,7 +133,7 @@ class Timeline:
     markers: list[Marker]
     ticks: list[tuple[float, str]]
     collapsed: int  # nodes folded into the "other nodes" lane
-    untimed: int  # events without a time (not drawn)
+    untimed: int  # events of which nothing dates even an interval (not drawn)
     width: int = WIDTH
     label_width: int = LABEL_WIDTH
     plot_right: int = PLOT_RIGHT
@@ -129,14 +162,14 @@ def layout(
     ``highlighted_nodes`` (candidates, evidence nodes) always get a lane; ``evidence_refs`` maps a
     line's ref to the evidence row that shows it; ``transitions`` are the scheduler's (time, label).
     """
-    timed = [event for event in events if event.time is not None]
+    timed = [event for event in events if event.at is not None]
     if zoom and timed:
-        first, last = min(e.time for e in timed), max(e.time for e in timed)
+        first, last = min(e.at for e in timed), max((e.high if e.approx and e.high else e.at) for e in timed)
         margin = max((last - first) / 20, timedelta(seconds=1))
         start, end = first - margin, last + margin
     else:
-        start = min([start, *(e.time for e in timed)])
-        end = max([end, *(e.time for e in timed)])
+        start = min([start, *(e.at for e in timed)])
+        end = max([end, *(e.at for e in timed)])
     span = max((end - start).total_seconds(), 1.0)
 
     def x_of(moment: datetime) -> float:
@@ -144,7 +177,7 @@ def layout(
 
     by_node: dict[str | None, list[Event]] = defaultdict(list)
     for event in timed:
-        if start <= event.time <= end:
+        if start <= event.at <= end:
             by_node[event.node if event.node in nodes else None].append(event)
     shown = _shown_nodes(nodes, by_node, root_cause_nodes | highlighted_nodes)
     lanes = []
@@ -183,7 +216,7 @@ def _shown_nodes(nodes: list[str], by_node: dict, always: set[str]) -> list[str]
     causes = {"root_cause", "candidate"}
     chosen |= {name for name in nodes if any(event.role in causes for event in by_node.get(name, ()))}
     busy = sorted(
-        (min(event.time for event in by_node[name]), name) for name in nodes if by_node.get(name) and name not in chosen
+        (min(event.at for event in by_node[name]), name) for name in nodes if by_node.get(name) and name not in chosen
     )
     room = max(INTERESTING_LANES - len(chosen), 0)
     chosen |= {name for _, name in busy[:room]}
@@ -191,26 +224,35 @@ def _shown_nodes(nodes: list[str], by_node: dict, always: set[str]) -> list[str]
 
 
 def _marks(events: list[Event], x_of, evidence_refs: dict[str, int]) -> list[Mark]:
-    buckets: dict[tuple[int, str], Mark] = {}
-    for event in sorted(events, key=lambda e: (e.time, e.ref)):
-        x = x_of(event.time)
-        key = (int(x // BUCKET), event.role)
+    buckets: dict[tuple[int, str, bool], Mark] = {}
+    for event in sorted(events, key=lambda e: (e.at, e.ref)):
+        x = x_of(event.at)
+        key = (int(x // BUCKET), event.role, event.approx)
         mark = buckets.get(key)
+        low = (event.low or event.at) if event.approx else event.at
+        high = (event.high or event.at) if event.approx else event.at
         if mark is None:
             buckets[key] = Mark(
                 x=x,
                 role=event.role,
                 count=event.count,
-                time=event.time,
+                time=event.at,
                 rule=event.rule,
                 text=event.text,
                 ref=event.ref,
                 evidence=evidence_refs.get(event.ref),
+                event=event.pk,
+                approx=event.approx,
+                low=low,
+                high=high,
             )
         else:
             mark.count += event.count
+            mark.low, mark.high = min(mark.low, low), max(mark.high, high)
             if mark.evidence is None:
                 mark.evidence = evidence_refs.get(event.ref)
+    for mark in buckets.values():
+        mark.x_low, mark.x_high = (min(max(x_of(moment), LABEL_WIDTH), PLOT_RIGHT) for moment in (mark.low, mark.high))
     rank = {role: index for index, role in enumerate(ROLE_ORDER)}
     return sorted(buckets.values(), key=lambda m: (rank.get(m.role, -1), m.x))
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("attempts/<int:pk>/diagnosis.json", attempts.attempt_diagnosis_json, name="attempt-diagnosis-json"),
     path("attempts/<int:pk>/bundle.tar.gz", attempts.attempt_bundle, name="attempt-bundle"),
     path("attempts/<int:pk>/evidence/<int:evidence_id>/context", attempts.evidence_context, name="evidence-context"),
+    path("attempts/<int:pk>/events/<int:event_id>/context", attempts.event_context, name="event-context"),
     path("triage/", lists.triage_queue, name="triage-queue"),
     path("nodes/<str:cluster>/<str:name>/", nodes.node_detail, name="node-detail"),
     path("clusters/", clusters.cluster_status, name="cluster-status"),

@@ -147,6 +147,9 @@ FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
 # seconds (keep it below FAULTLINE_TASK_SOFT_TIME_LIMIT).
 FAULTLINE_BATCH_MAX_ATTEMPTS = env_int("FAULTLINE_BATCH_MAX_ATTEMPTS", 2000)
 FAULTLINE_BATCH_TIME_LIMIT = env_int("FAULTLINE_BATCH_TIME_LIMIT", 240)
+# Without a broker (`make run`: tasks in-process) a backtest or reanalysis runs in a thread of the web process,
+# so that its page answers at once and shows its progress; with a broker a worker runs it.
+FAULTLINE_BATCH_IN_THREAD = env_bool("FAULTLINE_BATCH_IN_THREAD", not env_str("CELERY_BROKER_URL", ""))
 # Discovery: a cluster whose poll fails, or a log or metric source that fails, is backed off
 # exponentially (the poll interval, or FAULTLINE_SOURCE_BACKOFF seconds, doubled per failure) up to
 # FAULTLINE_BACKOFF_MAX seconds. Connector kinds beyond the built-in ones: dotted paths allowed here.
@@ -190,6 +193,7 @@ SPECTACULAR_SETTINGS = {
 }
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "pages:overview"
+LOGOUT_REDIRECT_URL = "login"  # signing out lands on the sign-in page
 
 LOGGING = {
     "version": 1,

@@ -119,6 +119,7 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                     node=nodes.get(item["node"]),
                     source=item["source"],
                     time=_time(item["time"]),
+                    **(_bounds(*map(_time, item["time_bounds"])) if item.get("time_approx") else {}),
                     ref=item["ref"],
                     text=item["text"],
                     count=item.get("count", 1),
@@ -129,7 +130,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                 NodeEvent(
                     diagnosis=diagnosis,
                     node=nodes.get(event.node),
-                    time=None if event.time is None else datetime.fromtimestamp(event.time, tz=UTC),
+                    time=_moment(event.time),
+                    **({} if event.exact else _bounds(_moment(event.low), _moment(event.high))),
                     source=event.source,
                     kind=event.kind,
                     rule=event.rule.id,
@@ -153,6 +155,15 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
 
 def _time(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
+
+
+def _moment(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+
+
+def _bounds(low: datetime | None, high: datetime | None) -> dict:
+    """The ``ApproximateTime`` fields of a time not read from its line: the interval it lies in."""
+    return {"time_approx": True, "time_low": low, "time_high": high}
 
 
 def attempts_reap_stuck() -> list[int]:

@@ -36,7 +36,11 @@ def test_one_lane_per_node_with_the_root_cause_marked():
 
     assert [(lane.name, lane.root_cause) for lane in result.lanes] == [("n1", False), ("n2", True), ("n3", False)]
     [mark] = result.lanes[1].marks
-    assert (mark.role, mark.evidence, mark.label) == ("root_cause", 17, "root cause: nccl.watchdog_timeout at 10:04:00")
+    assert (mark.role, mark.evidence, mark.label) == (
+        "root_cause",
+        17,
+        "root cause: nccl.watchdog_timeout at 10:04:00 UTC",
+    )
     assert mark.x == timeline.LABEL_WIDTH + 240 / 1800 * (timeline.PLOT_RIGHT - timeline.LABEL_WIDTH)
     assert [marker.label for marker in result.markers] == ["start", "end: FAILED"]
     assert result.markers[0].x == timeline.LABEL_WIDTH
@@ -116,3 +120,24 @@ def test_nice_ceiling():
 def test_long_node_names_are_shortened_in_the_middle():
     assert timeline.Lane(name="n", title="gke-ml-a3u-pool-98346da9-5ada").label == "gke-ml-a3u-p…8346da9-5ada"
     assert timeline.Lane(name="n", title="dgx-b200-0417").label == "dgx-b200-0417"
+
+
+def test_an_approximate_event_is_drawn_as_its_interval_and_never_merged_with_an_exact_one():
+    low, high = START + timedelta(minutes=5), START + timedelta(minutes=8)
+    approx = Event(
+        "n1", None, "cascade", "nccl.watchdog_timeout", "no stamp", "logs/train.log:9", 1, "app", 4, True, low, high
+    )
+    result = lay(["n1"], [approx, event("n1", 300)], zoom=False)
+    [exact, interval] = sorted(result.lanes[0].marks, key=lambda mark: mark.approx)
+    assert not exact.approx
+    assert interval.approx
+    assert interval.x == exact.x
+    assert interval.span_from == 0
+    assert interval.span_width == round(interval.x_high - interval.x_low, 2) > 50
+    assert interval.event == 4
+    assert interval.evidence is None
+    assert (
+        interval.label
+        == "cascade: nccl.watchdog_timeout at ~10:05:00 UTC (approximate: between 10:05:00 and 10:08:00 UTC)"
+    )
+    assert result.untimed == 0

@@ -11,10 +11,11 @@ from django.views.decorators.http import require_POST
 
 from diagnoses import bundle_store
 from diagnoses import selectors as diagnoses_selectors
-from diagnoses.models import Attempt
+from diagnoses.models import Attempt, Evidence, NodeEvent
 from diagnoses.services import gathering, reviews
 from pages import selectors, timeline
 from pages.forms import ReviewForm
+from rules.actions import action_meaning
 from web.htmx import render_page, render_partial
 
 REVIEW_PERMISSION = "diagnoses.add_review"
@@ -34,6 +35,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
     may_review = request.user.has_perm(REVIEW_PERMISSION)
     context = {
         "attempt": attempt,
+        "log_zone": attempt.record.get("timezone") or "UTC",  # the zone of log stamps that name none
         "diagnosis": diagnosis,
         "nodes": nodes,
         "reviews": selectors.attempt_reviews(attempt),
@@ -51,8 +53,11 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
     highlighted = {name for candidate in document["candidates"] for name in candidate["nodes"]}
     highlighted |= {item.node.name for item in evidence if item.node is not None}
     zoom = request.GET.get("window") != "attempt"  # around the events by default: they are what matters
+    causes = [document["root_cause"]] if document["root_cause"] else document["candidates"]
+    actions = dict.fromkeys(cause["action"] for cause in causes if cause.get("action"))
     context.update(
         document=document,
+        actions=[(action, action_meaning(action)) for action in actions],
         evidence=evidence,
         missing_sources=[source for source in document["sources"] if source["status"] != "ok"],
         flight_recorder=selectors.flight_recorder_summary(diagnosis),
@@ -82,12 +87,22 @@ def attempt_detail(request, pk: int):
 @login_required
 def evidence_context(request, pk: int, evidence_id: int):
     """The bundle's lines around one piece of evidence (about 20 either side)."""
-    evidence = selectors.evidence_of_attempt(attempt_id=pk, evidence_id=evidence_id)
-    if evidence is None:
-        raise Http404("no such evidence for this attempt")
-    lines = diagnoses_selectors.bundle_excerpt(attempt=evidence.diagnosis.attempt, ref=evidence.ref, context=20)
-    line = evidence.ref.rpartition(":")[2]
-    context = {"item": evidence, "lines": lines, "line": int(line) if line.isdigit() else None}
+    return _line_context(request, selectors.evidence_of_attempt(attempt_id=pk, evidence_id=evidence_id))
+
+
+@login_required
+def event_context(request, pk: int, event_id: int):
+    """The bundle's lines around a timeline event that no evidence row shows."""
+    return _line_context(request, selectors.event_of_attempt(attempt_id=pk, event_id=event_id))
+
+
+def _line_context(request, item: Evidence | NodeEvent | None):
+    """The lines around ``item``'s line in the attempt's bundle, the line itself marked."""
+    if item is None:
+        raise Http404("no such line for this attempt")
+    lines = diagnoses_selectors.bundle_excerpt(attempt=item.diagnosis.attempt, ref=item.ref, context=20)
+    line = item.ref.rpartition(":")[2]
+    context = {"item": item, "lines": lines, "line": int(line) if line.isdigit() else None}
     return render_partial(request, "pages/attempt_detail.html", "evidence-context", context)
 
 

@@ -3,7 +3,7 @@
 
 from django.contrib.auth.decorators import login_required
 
-from diagnoses.filters import AttemptFilter
+from diagnoses.filters import NONE, AttemptFilter
 from diagnoses.models import Diagnosis
 from engine.taxonomy import DOMAINS
 from pages import paging, selectors
@@ -25,8 +25,8 @@ def job_list(request):
         "filters": filters,
         "page": page,
         "clusters": selectors.cluster_names(),
-        "outcomes": Diagnosis.Outcome.values,
-        "domains": [*DOMAINS, "ambiguous"],
+        "outcomes": [*Diagnosis.Outcome.values, NONE],
+        "domains": [*DOMAINS, "ambiguous", NONE],
         "subdomains": sorted({s for subdomains in DOMAINS.values() for s in subdomains}),
     }
     return render_page(request, "pages/job_list.html", context, partials=("attempt-table",), push=True)

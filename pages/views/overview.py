@@ -2,12 +2,15 @@
 most often at fault, the triage backlog and how often reviewers confirmed the diagnosis."""
 
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils import timezone
 
+from diagnoses.filters import NONE
 from diagnoses.models import Diagnosis
 from engine.taxonomy import DOMAINS
 from pages import charts, paging, selectors
@@ -36,8 +39,8 @@ def overview(request):
     context = {
         "days": days,
         "windows": WINDOWS,
-        "outcomes": charts.stacked_by_day(by_outcome, days=day_list, series=OUTCOME_SERIES),
-        "domains": charts.stacked_by_day(by_domain, days=day_list, series=DOMAIN_SERIES),
+        "outcomes": charts.stacked_by_day(by_outcome, days=day_list, series=OUTCOME_SERIES, link=_list_of("outcome")),
+        "domains": charts.stacked_by_day(by_domain, days=day_list, series=DOMAIN_SERIES, link=_list_of("domain")),
         "subdomains": sorted(causes.items(), key=lambda item: (-item[1], item[0]))[:TOP],
         "fault_nodes": selectors.top_fault_nodes(since=since, limit=TOP),
         "backlog": min(backlog, paging.COUNT_CAP),
@@ -45,5 +48,26 @@ def overview(request):
         "verdicts": verdicts,
         "reviewed": sum(verdicts.values()),
         "since": first,
+        "window": _window(first),
     }
     return render(request, "pages/overview.html", context)
+
+
+def _window(first: date, last: date | None = None) -> dict[str, str]:
+    """The job list's filters of the days ``first`` to ``last`` (to now without ``last``), in the server's zone
+    (the form's ``datetime-local`` fields show them as they are)."""
+    window = {"ended_after": f"{first.isoformat()}T00:00"}
+    if last is not None:
+        window["ended_before"] = f"{(last + timedelta(days=1)).isoformat()}T00:00"
+    return window
+
+
+def _list_of(field: str):
+    """Where a chart's bar leads: the job list of that day's attempts of that series (``field``: outcome or
+    domain; "not analysed" is the outcome ``none``)."""
+
+    def link(day: date, series: str) -> str:
+        chosen = {"outcome": NONE} if series == "not analysed" else {field: series}
+        return f"{reverse('pages:job-list')}?{urlencode({**chosen, **_window(day, day)})}"
+
+    return link

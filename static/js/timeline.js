@@ -1,5 +1,6 @@
 // The attempt timeline: hovering, focusing or selecting a mark shows its log line under the timeline;
-// selecting a mark that has evidence also scrolls to that line in the evidence trail. No build step.
+// selecting a mark scrolls to that line in the evidence trail, or (no evidence row shows it) opens the
+// lines around it in the log under the timeline. No build step.
 (function () {
   "use strict";
 
@@ -16,6 +17,17 @@
 
   function select(mark, event) {
     show(mark);
+    var context = mark.getAttribute("data-context");
+    if (context && window.htmx) {
+      // no evidence row shows this line: open it in the log, under the timeline
+      event.preventDefault();
+      var box = document.getElementById("timeline-line");
+      var lines = document.createElement("div");
+      lines.id = "timeline-context";
+      box.appendChild(lines);
+      window.htmx.ajax("GET", context, { target: "#timeline-context", swap: "innerHTML" });
+      return;
+    }
     var id = mark.getAttribute("data-evidence");
     var item = id && document.getElementById("evidence-" + id);
     if (!item) return;
@@ -47,6 +59,6 @@
   });
   document.addEventListener("keydown", function (event) {
     var mark = markOf(event);
-    if (mark && !mark.hasAttribute("href") && (event.key === "Enter" || event.key === " ")) select(mark, event);
+    if (mark && event.key === " ") select(mark, event);  // Enter follows the link: the click above
   });
 })();

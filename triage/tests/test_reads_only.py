@@ -97,6 +97,7 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
     values = {
         "format": "json",
         "evidence_id": stored["evidence"].pk,
+        "event_id": stored["event"].pk,
         "cluster": stored["attempt"].cluster.name,
         "number": stored["draft"].number,
     }
