@@ -19,7 +19,7 @@ def env_str(name: str, default: str | None = None) -> str:
 
 def env_bool(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
-    if value is None:
+    if value is None or not value.strip():  # unset or empty: the default
         return default
     if value.strip().lower() in _TRUE:
         return True
