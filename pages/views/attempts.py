@@ -188,12 +188,11 @@ def review_withdraw(request, pk: int, review_id: int):
 
 def _reviewed(request, attempt: Attempt, message: str):
     """After a review or a withdrawal: the page again, since its verdict changed with its reviews (htmx is told to
-    load it)."""
+    reload it: a redirect to the same address with a fragment would not)."""
     messages.success(request, message)
-    url = reverse("pages:attempt-detail", args=[attempt.pk]) + "#reviews"
     if request.htmx:
-        return HttpResponse(status=204, headers={"HX-Redirect": url})
-    return redirect(url)
+        return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+    return redirect(reverse("pages:attempt-detail", args=[attempt.pk]) + "#reviews")
 
 
 @login_required
