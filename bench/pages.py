@@ -113,7 +113,9 @@ def seed(connection, attempts: int) -> dict:
     node_names = {}
     for index, (cluster, prefix, _) in enumerate(CLUSTERS, start=1):
         cursor.execute(
-            "INSERT INTO diagnoses_cluster (id, name, connector, created) VALUES (%s, %s, 'uploads', %s)",
+            "INSERT INTO diagnoses_cluster (id, name, connector, created, scheduler_settings, enabled, poll_interval, "
+            "gather_delay, cursor, last_error, failures, last_found, skipped) "
+            "VALUES (%s, %s, 'uploads', %s, '{}', false, 300, 60, '', '', 0, 0, '[]')",
             [index, cluster, stamp],
         )
         names = [f"{prefix}{k:04d}" for k in range(NODES_PER_CLUSTER)]
