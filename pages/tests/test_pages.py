@@ -16,7 +16,7 @@ from django.utils import timezone
 from access.roles import ADMIN, TRIAGER, VIEWER
 from diagnoses.filters import AttemptFilter
 from diagnoses.models import Attempt, Review
-from diagnoses.services import analysis, discovery
+from diagnoses.services import analysis, discovery, reviews
 from pages import selectors
 from pages.views import lists
 
@@ -95,7 +95,7 @@ def test_the_overview_counts_failures_causes_nodes_backlog_and_reviews(viewer, a
     Attempt.objects.filter(pk=attempts["1"].pk).update(end=now - timedelta(days=2))
     Attempt.objects.filter(pk=attempts["2"].pk).update(end=now - timedelta(days=20))
     Attempt.objects.filter(pk=attempts["3"].pk).update(end=now - timedelta(days=60))
-    Review.objects.create(diagnosis=attempts["1"].current_diagnosis, reviewer=person(TRIAGER), verdict="confirmed")
+    reviews.review_create(diagnosis=attempts["1"].current_diagnosis, reviewer=person(TRIAGER), verdict="confirmed")
 
     month = viewer.get(reverse("pages:overview")).content.decode()
     week = viewer.get(reverse("pages:overview"), {"days": "7"}).content.decode()
@@ -484,3 +484,21 @@ def test_the_verdict_lists_read_the_attempt_row_through_an_index(attempts, param
 
     assert index in plan
     assert "diagnoses_diagnosis" not in plan  # no join to the diagnoses, no subquery per row
+
+
+def test_the_node_page_lists_its_own_causes_first_then_its_other_events_by_role(viewer, attempts):
+    def sections(query: str = "") -> tuple[str, str]:
+        html = viewer.get("/nodes/dgx-a/node02/" + query).content.decode()
+        own = html[html.index('class="own-causes"') : html.index('id="node-events"')]
+        return own, html[html.index('id="node-events"') : html.index("Attempts on this node")]
+
+    own, other = sections()
+    cascade_only = sections("?role=cascade")[1]
+    root_causes = sections("?role=root_cause")[1]
+
+    assert "job 1</a>" in own
+    assert "<code>gpu.xid.fallen_off_bus</code>" in own
+    assert "fallen_off_bus" not in other  # not twice
+    assert set(re.findall(r'<span class="small">(\w+)</span>', cascade_only)) == {"cascade"}
+    assert "No root_cause events." in root_causes
+    assert '<option value="cascade" selected>' in cascade_only
