@@ -27,6 +27,16 @@ def attempt_table() -> QuerySet[Attempt]:
     )
 
 
+def attempt_export() -> QuerySet[Attempt]:
+    """Attempts as the exports write them: the list's row, the engine's diagnosis beside the verdict (joined, not
+    a query per row) and the verdict's reviewer."""
+    return (
+        Attempt.objects.select_related("cluster", "job", "current_diagnosis", "verdict_review__reviewer")
+        .defer("record", "reason", "analysis_error", "current_diagnosis__document_json")
+        .prefetch_related(Prefetch("verdict_nodes", queryset=Node.objects.only("name")))
+    )
+
+
 def triage_queue() -> QuerySet[Attempt]:
     """Attempts that need a person: ambiguous or unattributed and not reviewed, or the engine now disagrees with
     their review (``Attempt.needs_review``, kept by ``diagnoses/services/verdicts.py``)."""

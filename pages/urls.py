@@ -2,13 +2,14 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, lists, nodes, overview
+from pages.views import attempts, clusters, exports, lists, nodes, overview
 
 app_name = "pages"
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("jobs/", lists.job_list, name="job-list"),
+    path("jobs/export.<str:format>", exports.job_export, name="job-export"),
     path("attempts/<int:pk>/", attempts.attempt_detail, name="attempt-detail"),
     path("attempts/<int:pk>/review", attempts.attempt_review, name="attempt-review"),
     path("attempts/<int:pk>/reviews/<int:review_id>/withdraw", attempts.review_withdraw, name="review-withdraw"),

@@ -2,6 +2,7 @@
 escaping, reviews, downloads and query counts. The browser tests are in test_browser.py."""
 
 import io
+import json
 import re
 import tarfile
 from datetime import timedelta
@@ -502,3 +503,29 @@ def test_the_node_page_lists_its_own_causes_first_then_its_other_events_by_role(
     assert set(re.findall(r'<span class="small">(\w+)</span>', cascade_only)) == {"cascade"}
     assert "No root_cause events." in root_causes
     assert '<option value="cascade" selected>' in cascade_only
+
+
+def test_the_exports_write_the_filtered_attempts_with_their_verdicts(viewer, attempts, person):
+    reviews.review_create(
+        diagnosis=attempts["1"].current_diagnosis, reviewer=person(TRIAGER, "rita"), verdict="corrected",
+        corrected_outcome="attributed", corrected_domain="hardware", corrected_subdomain="gpu.memory",
+        corrected_nodes=["node03"],
+    )  # fmt: skip
+    Attempt.objects.filter(pk=attempts["2"].pk).update(name="=HYPERLINK(evil)")
+
+    as_csv = viewer.get(reverse("pages:job-export", args=["csv"]), {"cluster": "dgx-a"})
+    as_json = viewer.get(reverse("pages:job-export", args=["json"]), {"root_cause_node": "node03"})
+    refused = viewer.get(reverse("pages:job-export", args=["csv"]), {"ended_after": "yesterday"})
+
+    lines = b"".join(as_csv.streaming_content).decode().splitlines()
+    assert as_csv["Content-Disposition"] == 'attachment; filename="attempts.csv"'
+    assert lines[0].startswith("cluster,job_id,attempt,name,user,state,end,verdict_source,outcome,domain,subdomain,")
+    assert len(lines) == 3  # the header and dgx-a's two attempts
+    assert ",'=HYPERLINK(evil)," in lines[1]  # job 2 ended last; a formula stays text
+    assert ",review,attributed,hardware,gpu.memory,node03,rita," in lines[2]
+    assert lines[2].endswith(",attributed,hardware,gpu.bus,False")  # the engine's, beside
+    rows = json.loads(b"".join(as_json.streaming_content))
+    assert [(row["job_id"], row["subdomain"], row["root_cause_nodes"], row["engine_subdomain"]) for row in rows] == [
+        ("1", "gpu.memory", ["node03"], "gpu.bus")
+    ]
+    assert refused.status_code == 400
