@@ -4,7 +4,6 @@ from rest_framework import serializers
 
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, NodeEvent, Review, Source
 from diagnoses.selectors import cluster_status
-from engine.taxonomy import DOMAINS
 
 
 def node_names():
@@ -103,19 +102,57 @@ class DiagnosisSerializer(DiagnosisSummarySerializer):
         fields = [*DiagnosisSummarySerializer.Meta.fields, "attempt", "revision", "document"]
 
 
+class VerdictSerializer(serializers.ModelSerializer):
+    """The attempt's verdict of record: its active review's when it has one, else its current diagnosis's."""
+
+    source = serializers.ChoiceField(
+        Attempt.VerdictSource.choices, source="verdict_source", help_text="review: a person's; engine: the diagnosis's"
+    )
+    outcome = serializers.CharField(source="verdict_outcome")
+    domain = serializers.CharField(source="verdict_domain")
+    subdomain = serializers.CharField(source="verdict_subdomain")
+    root_cause_nodes = serializers.SlugRelatedField(
+        source="verdict_nodes", slug_field="name", many=True, read_only=True
+    )
+    review = serializers.HyperlinkedRelatedField(
+        source="verdict_review", view_name="api:review-detail", read_only=True, allow_null=True
+    )
+    reviewed_by = serializers.CharField(source="verdict_review.reviewer.username", default=None, allow_null=True)
+    reviewed_at = serializers.DateTimeField(source="verdict_review.created", default=None, allow_null=True)
+    engine_disagrees = serializers.BooleanField(
+        help_text="A newer diagnosis differs from the review and from what it reviewed (back in the triage queue)"
+    )
+
+    class Meta:
+        model = Attempt
+        fields = [
+            "source", "outcome", "domain", "subdomain", "root_cause_nodes", "review", "reviewed_by", "reviewed_at",
+            "engine_disagrees",
+        ]  # fmt: skip
+
+
 class AttemptSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:attempt-detail")
     cluster = serializers.CharField(source="cluster.name")
     job_id = serializers.CharField(source="job.job_id")
     nodes = node_names()
     current_diagnosis = DiagnosisSummarySerializer(allow_null=True)
+    verdict = serializers.SerializerMethodField()
 
     class Meta:
         model = Attempt
         fields = [
             "id", "url", "cluster", "job_id", "number", "scheduler", "state", "start", "end", "nodes", "exit_code",
-            "reason", "user", "name", "analysis_state", "analysis_error", "received", "current_diagnosis", "record",
+            "reason", "user", "name", "analysis_state", "analysis_error", "received", "current_diagnosis", "verdict",
+            "record",
         ]  # fmt: skip
+
+    @extend_schema_field(VerdictSerializer(allow_null=True))
+    def get_verdict(self, attempt) -> dict | None:
+        """None while the attempt has no diagnosis."""
+        if not attempt.verdict_source:
+            return None
+        return VerdictSerializer(attempt, context=self.context).data
 
 
 class AttemptAcceptedSerializer(serializers.Serializer):
@@ -150,27 +187,16 @@ class NodeEventSerializer(serializers.ModelSerializer):
 
 
 class ReviewSerializer(serializers.ModelSerializer):
+    """A review; the rules it must keep are the review service's (the attempt page's form keeps the same)."""
+
     reviewer = serializers.CharField(source="reviewer.username", read_only=True)
     corrected_nodes = serializers.ListField(child=serializers.CharField(max_length=255), required=False)
+    withdrawn_by = serializers.CharField(source="withdrawn_by.username", read_only=True, default=None)
 
     class Meta:
         model = Review
         fields = [
             "id", "diagnosis", "reviewer", "created", "verdict", "corrected_outcome", "corrected_domain",
-            "corrected_subdomain", "corrected_nodes", "note",
+            "corrected_subdomain", "corrected_nodes", "note", "withdrawn", "withdrawn_by",
         ]  # fmt: skip
-        read_only_fields = ["created"]
-
-    def validate(self, data):
-        corrected = data["verdict"] == Review.Verdict.CORRECTED
-        fields = ("corrected_outcome", "corrected_domain", "corrected_subdomain", "corrected_nodes")
-        if corrected and not data.get("corrected_outcome"):
-            raise serializers.ValidationError({"corrected_outcome": "a correction names the corrected outcome"})
-        if not corrected:
-            for name in fields:
-                if data.get(name):
-                    raise serializers.ValidationError({name: "only a correction (verdict 'corrected') sets this"})
-        domain = data.get("corrected_domain")
-        if domain and domain not in DOMAINS:
-            raise serializers.ValidationError({"corrected_domain": f"unknown domain {domain!r}"})
-        return data
+        read_only_fields = ["created", "withdrawn"]

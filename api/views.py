@@ -192,12 +192,35 @@ class ReviewViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     filterset_class = ReviewFilter
 
     def get_permissions(self):
-        if self.action == "create":
+        if self.action in ("create", "withdraw"):
             return [IsAuthenticated(), permission("diagnoses.add_review")()]
         return [IsAuthenticated()]
 
     def perform_create(self, serializer):
-        serializer.instance = reviews.review_create(reviewer=self.request.user, **serializer.validated_data)
+        """Through the review service, as the attempt page's form: the same rules, the same refusals."""
+        try:
+            review = reviews.review_create(reviewer=self.request.user, **serializer.validated_data)
+        except DjangoValidationError as exc:
+            raise review_error(exc) from None
+        serializer.instance = review
+
+    @extend_schema(request=None, responses={200: ReviewSerializer})
+    @action(detail=True, methods=["post"])
+    def withdraw(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
+        """Withdraw the review: it stays listed (``withdrawn``), no longer counts, and the attempt's verdict falls
+        back to the review before it or to its diagnosis."""
+        try:
+            review = reviews.review_withdraw(review=self.get_object(), by=request.user)
+        except DjangoValidationError as exc:
+            raise review_error(exc) from None
+        return Response(self.get_serializer(review).data)
+
+
+def review_error(exc: DjangoValidationError) -> ValidationError:
+    """The review service's refusal as a 400 naming the field."""
+    if hasattr(exc, "error_dict"):
+        return ValidationError(exc.message_dict)
+    return ValidationError({api_settings.NON_FIELD_ERRORS_KEY: exc.messages})
 
 
 class AnalyzeView(APIView):

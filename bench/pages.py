@@ -5,9 +5,10 @@
 It recreates the database ``faultline_pages_bench`` (``--database-url`` to change), migrates it and
 seeds it by bulk insert (PostgreSQL COPY): clusters and nodes, one job and one attempt per job
 (4 nodes each; a few of 256 nodes), a diagnosis per analysed attempt with about 10 evidence rows
-and 10 node events (thousands for the 256-node attempts), root-cause nodes. Then it serves the app
-with gunicorn on 127.0.0.1, signs in and times each page (p50, p95 of ``--requests`` requests after
-a warm-up): the job list unfiltered and with each filter, a page deep in the list, the triage queue,
+and 10 node events (thousands for the 256-node attempts), root-cause nodes, and each attempt's verdict of
+record (5% of the analysed ones reviewed). Then it serves the app with gunicorn on 127.0.0.1, signs in
+and times each page (p50, p95 of ``--requests`` requests after a warm-up): the job list unfiltered and
+with each filter, a page deep in the list, the triage queue,
 the attempt page of a 256-node attempt and a node page. The database is dropped at the end unless
 ``--keep``; ``--reuse`` measures an existing seeded database again. Results belong in
 docs/performance.md, section "Pages". Not run in CI.
@@ -55,6 +56,7 @@ CAUSES = [  # domain, subdomain, rule, on a node, weight
     ("scheduler", "preemption", "slurm.preempted", False, 5),
     ("infrastructure", "node_lost", "slurm.node_fail", True, 8),
 ]  # fmt: skip
+REVIEWED = 0.05  # the share of analysed attempts with a review
 ROLES = ["root_cause", "cascade", "cascade", "cascade", "teardown", "teardown", "teardown", "context", "context"]
 NOW = datetime.now(tz=UTC).replace(microsecond=0)
 DAYS = 365
@@ -96,7 +98,8 @@ def seed(connection, attempts: int) -> dict:
     cursor = connection.cursor()
     cursor.execute("SET session_replication_role = replica")  # no foreign-key triggers during the load
     tables = ["diagnoses_job", "diagnoses_attempt", "diagnoses_attempt_nodes", "diagnoses_diagnosis",
-              "diagnoses_diagnosis_root_cause_nodes", "diagnoses_evidence", "diagnoses_nodeevent"]  # fmt: skip
+              "diagnoses_diagnosis_root_cause_nodes", "diagnoses_evidence", "diagnoses_nodeevent",
+              "diagnoses_attempt_verdict_nodes", "diagnoses_review"]  # fmt: skip
     indexes = secondary_indexes(cursor, tables)
     for name, _ in indexes:
         cursor.execute(f'DROP INDEX "{name}"')
@@ -110,7 +113,9 @@ def seed(connection, attempts: int) -> dict:
     node_names = {}
     for index, (cluster, prefix, _) in enumerate(CLUSTERS, start=1):
         cursor.execute(
-            "INSERT INTO diagnoses_cluster (id, name, connector, created) VALUES (%s, %s, 'uploads', %s)",
+            "INSERT INTO diagnoses_cluster (id, name, connector, created, scheduler_settings, enabled, poll_interval, "
+            "gather_delay, cursor, last_error, failures, last_found, skipped) "
+            "VALUES (%s, %s, 'uploads', %s, '{}', false, 300, 60, '', '', 0, 0, '[]')",
             [index, cluster, stamp],
         )
         names = [f"{prefix}{k:04d}" for k in range(NODES_PER_CLUSTER)]
@@ -125,7 +130,20 @@ def seed(connection, attempts: int) -> dict:
         "diagnoses_attempt",
         'id, number, scheduler, state, start, "end", exit_code, reason, "user", name, record, bundle, analysis_state, '
         "analysis_error, analysis_runs, received, state_changed, analysis_started, cluster_id, current_diagnosis_id, "
-        "job_id",
+        "job_id, verdict_source, verdict_outcome, verdict_domain, verdict_subdomain, verdict_review_id, "
+        "engine_disagrees, needs_review",
+    )
+    verdict_nodes = Table(cursor, "diagnoses_attempt_verdict_nodes", "id, attempt_id, node_id")
+    review_rows = Table(
+        cursor,
+        "diagnoses_review",
+        "id, created, verdict, corrected_outcome, corrected_domain, corrected_subdomain, corrected_nodes, note, "
+        "diagnosis_id, reviewer_id",
+    )
+    cursor.execute(
+        "INSERT INTO auth_user (id, password, is_superuser, username, first_name, last_name, email, is_staff, "
+        "is_active, date_joined) VALUES (1, '!', false, 'reviewer', '', '', '', false, true, %s)",
+        [stamp],
     )
     attempt_nodes = Table(cursor, "diagnoses_attempt_nodes", "id, attempt_id, node_id")
     diagnoses = Table(
@@ -143,7 +161,7 @@ def seed(connection, attempts: int) -> dict:
         cursor, "diagnoses_nodeevent", "id, time, source, kind, rule, role, text, ref, count, diagnosis_id, node_id"
     )
     large = set(range(attempts // LARGE_ATTEMPTS // 2, attempts, max(attempts // LARGE_ATTEMPTS, 1)))
-    ids = {"attempt_node": 0, "root": 0, "evidence": 0, "event": 0}
+    ids = {"attempt_node": 0, "root": 0, "evidence": 0, "event": 0, "review": 0}
     cluster_weights = [c[2] for c in CLUSTERS]
     began = time.perf_counter()
     for pk in range(1, attempts + 1):
@@ -168,10 +186,18 @@ def seed(connection, attempts: int) -> dict:
         state = {"scheduler": "TIMEOUT", "infrastructure": "NODE_FAIL"}.get(domain, "FAILED") if slurm else "Failed"
         jobs.add(pk, cluster, job_id, "slurm" if slurm else "kueue", model, user)
         record = json.dumps({"cluster": CLUSTERS[cluster - 1][0], "job_id": job_id, "attempt": 0, "state": state})
+        # the verdict of record: a review for REVIEWED of the analysed attempts (a confirmation), else the diagnosis
+        reviewed = bool(outcome) and rnd.random() < REVIEWED
+        if reviewed:
+            ids["review"] += 1
+            review_rows.add(ids["review"], end.isoformat(), "confirmed", "", "", "", "[]", "", pk, 1)
+        source = ("review" if reviewed else "engine") if outcome else ""
+        waiting = outcome in ("ambiguous", "unattributed") and not reviewed
         attempt_rows.add(
             pk, 0, "slurm" if slurm else "kueue", state, start.isoformat(), end.isoformat(), "1:0", "", user, model,
             record, f"bench/{pk}", "analysed" if outcome else "received", "", 1, end.isoformat(), end.isoformat(),
-            end.isoformat(), cluster, pk if outcome else None, pk,
+            end.isoformat(), cluster, pk if outcome else None, pk, source, outcome or "", domain, subdomain,
+            ids["review"] if reviewed else None, "f", "t" if waiting else "f",
         )  # fmt: skip
         for node in node_ids:
             ids["attempt_node"] += 1
@@ -187,6 +213,7 @@ def seed(connection, attempts: int) -> dict:
         if on_node:
             ids["root"] += 1
             root_nodes.add(ids["root"], pk, node_ids[faulty])
+            verdict_nodes.add(ids["root"], pk, node_ids[faulty])
         for position in range(10):
             role = "root_cause" if position == 0 and outcome == "attributed" else ROLES[1 + position % 8]
             k = faulty if role == "root_cause" else (faulty + position) % size
@@ -212,7 +239,7 @@ def seed(connection, attempts: int) -> dict:
                     )  # fmt: skip
         if pk % 100_000 == 0:
             print(f"  {pk:,} attempts written ({time.perf_counter() - began:.0f} s)", flush=True)
-    written = (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events)
+    written = (jobs, attempt_rows, attempt_nodes, diagnoses, root_nodes, evidence, events, verdict_nodes, review_rows)
     for table in written:
         table.flush()
     print("  rows: " + ", ".join(f"{table.name.removeprefix('diagnoses_')} {table.rows:,}" for table in written))
@@ -220,7 +247,14 @@ def seed(connection, attempts: int) -> dict:
     for _, definition in indexes:
         cursor.execute(definition)
     print(f"  {len(indexes)} secondary indexes rebuilt in {time.perf_counter() - began:.0f} s")
-    for table in ["diagnoses_cluster", "diagnoses_node", *tables, "rules_ruleset", "rules_rulesetrevision"]:
+    for table in [
+        "diagnoses_cluster",
+        "diagnoses_node",
+        *tables,
+        "rules_ruleset",
+        "rules_rulesetrevision",
+        "auth_user",
+    ]:
         cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
     cursor.execute("SET session_replication_role = DEFAULT")
     connection.commit()
@@ -311,7 +345,7 @@ def scenarios(connection, seeded: dict) -> list[tuple[str, str, list[str]]]:
     cursor.execute("SELECT n.name FROM diagnoses_node n WHERE n.cluster_id = 1 ORDER BY n.id LIMIT 10 OFFSET 100")
     nodes = [row[0] for row in cursor.fetchall()]
     cursor.execute(
-        "SELECT c.name, n.name, count(*) FROM diagnoses_diagnosis_root_cause_nodes r JOIN diagnoses_node n ON "
+        "SELECT c.name, n.name, count(*) FROM diagnoses_attempt_verdict_nodes r JOIN diagnoses_node n ON "
         "n.id = r.node_id JOIN diagnoses_cluster c ON c.id = n.cluster_id GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10"
     )
     offenders = cursor.fetchall()
@@ -326,6 +360,8 @@ def scenarios(connection, seeded: dict) -> list[tuple[str, str, list[str]]]:
         ("list", "domain", [f"{jobs}?domain=network", f"{jobs}?domain=storage"]),
         ("list", "subdomain", [f"{jobs}?subdomain=gpu.nvlink", f"{jobs}?subdomain=host.memory"]),
         ("list", "node (ran on it)", [f"{jobs}?node={name}" for name in nodes]),
+        ("list", "root-cause node (the verdict's)", [f"{jobs}?root_cause_node={name}" for _, name, _ in offenders]),
+        ("list", "reviewed (the verdict's source)", [f"{jobs}?verdict_source=review"]),
         ("list", "user", [f"{jobs}?user=user{n:03d}" for n in (1, 7, 42, 150)]),
         ("list", "time range (last 7 days)", [f"{jobs}?ended_after={week}"]),
         ("list", "text: common model name", [f"{jobs}?q=llama3-70b", f"{jobs}?q=mixtral-8b"]),

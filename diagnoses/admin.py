@@ -80,8 +80,10 @@ class AttemptAdmin(admin.ModelAdmin):
     date_hierarchy = "end"
     list_select_related = ("job__cluster", "current_diagnosis__attempt__job__cluster")
     raw_id_fields = ("job", "nodes", "current_diagnosis")
+    # the verdict of record is kept by diagnoses/services/verdicts.py only
     readonly_fields = ("bundle", "record", "discovery", "gathered", "received", "state_changed", "analysis_started",
-                       "analysis_runs")  # fmt: skip
+                       "analysis_runs", "verdict_source", "verdict_outcome", "verdict_domain", "verdict_subdomain",
+                       "verdict_nodes", "verdict_review", "engine_disagrees", "needs_review")  # fmt: skip
 
 
 class EvidenceInline(admin.TabularInline):
@@ -123,7 +125,19 @@ class NodeEventAdmin(admin.ModelAdmin):
 
 @admin.register(Review)
 class ReviewAdmin(admin.ModelAdmin):
-    list_display = ("diagnosis", "verdict", "reviewer", "created")
+    """Reviews, read only: they are given and withdrawn on the attempt page or through the API (one service keeps
+    their rules and the attempts' verdicts of record)."""
+
+    list_display = ("diagnosis", "verdict", "reviewer", "created", "withdrawn")
     list_filter = ("verdict",)
     list_select_related = ("diagnosis__attempt__job__cluster", "reviewer")
-    raw_id_fields = ("diagnosis", "reviewer")
+    raw_id_fields = ("diagnosis", "reviewer", "withdrawn_by")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

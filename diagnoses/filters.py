@@ -49,18 +49,22 @@ class AttemptFilter(django_filters.FilterSet):
     job = django_filters.CharFilter(field_name="job__job_id", help_text="The scheduler's job id")
     state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", help_text="Scheduler state")
     analysis_state = django_filters.ChoiceFilter(choices=Attempt.Analysis.choices)
+    # the outcome, domain, subdomain and root-cause node are the verdict of record's (Attempt.verdict_*)
     outcome = django_filters.ChoiceFilter(
         method="filter_outcome",
         choices=[*Diagnosis.Outcome.choices, (NONE, "not analysed")],
-        help_text="Diagnosis outcome; none: not analysed (yet)",
+        help_text="The verdict's outcome; none: not analysed (yet)",
     )
     domain = django_filters.CharFilter(
-        method="filter_domain", help_text="Diagnosis domain; none: a diagnosis without one"
+        method="filter_domain", help_text="The verdict's domain; none: a verdict without one"
     )
-    subdomain = django_filters.CharFilter(field_name="current_diagnosis__subdomain")
+    subdomain = django_filters.CharFilter(field_name="verdict_subdomain", help_text="The verdict's subdomain")
+    verdict_source = django_filters.ChoiceFilter(
+        choices=Attempt.VerdictSource.choices, help_text="review: a person reviewed it; engine: the diagnosis stands"
+    )
     node = django_filters.CharFilter(method="filter_node", help_text="Ran on this node")
     root_cause_node = django_filters.CharFilter(
-        field_name="current_diagnosis__root_cause_nodes__name", help_text="The root cause lies on this node"
+        method="filter_root_cause_node", help_text="The verdict's root cause lies on this node"
     )
     user = django_filters.CharFilter()
     ended_after = UtcIsoDateTimeFilter(field_name="end", lookup_expr="gte", help_text="Ended at or after")
@@ -72,17 +76,19 @@ class AttemptFilter(django_filters.FilterSet):
         fields = []
 
     def filter_outcome(self, queryset, name, value):
-        if value == NONE:
-            return queryset.filter(current_diagnosis__isnull=True)
-        return queryset.filter(current_diagnosis__outcome=value)
+        return queryset.filter(verdict_outcome="" if value == NONE else value)
 
     def filter_domain(self, queryset, name, value):
         if value == NONE:
-            return queryset.filter(current_diagnosis__isnull=False, current_diagnosis__domain="")
-        return queryset.filter(current_diagnosis__domain=value)
+            return queryset.exclude(verdict_outcome="").filter(verdict_domain="")
+        return queryset.filter(verdict_domain=value)
 
     def filter_node(self, queryset, name, value):
         return queryset.filter(pk__in=Attempt.nodes.through.objects.filter(node__name=value).values("attempt_id"))
+
+    def filter_root_cause_node(self, queryset, name, value):
+        links = Attempt.verdict_nodes.through.objects.filter(node__name=value)
+        return queryset.filter(pk__in=links.values("attempt_id"))
 
     def filter_text(self, queryset, name, value):
         return queryset.filter(Q(job__name__icontains=value) | Q(job__job_id__icontains=value))
@@ -128,7 +134,9 @@ class NodeEventFilter(EvidenceFilter):
 
 class ReviewFilter(django_filters.FilterSet):
     diagnosis = IdFilter(field_name="diagnosis_id")
+    attempt = IdFilter(field_name="diagnosis__attempt_id", help_text="Reviews of any of the attempt's diagnoses")
     verdict = django_filters.ChoiceFilter(choices=Review.Verdict.choices)
+    withdrawn = django_filters.BooleanFilter(field_name="withdrawn", lookup_expr="isnull", exclude=True)
 
     class Meta:
         model = Review

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from diagnoses.cluster_connectors import UPLOADS, check_cluster, check_source, connector_name
+from engine.taxonomy import OUTCOMES
 from rules.models import RuleSetRevision
 
 
@@ -140,7 +141,14 @@ class Job(models.Model):
 
 
 class Attempt(models.Model):
-    """One run of a job: the scheduler's record, where its bundle is, and where its analysis stands."""
+    """One run of a job: the scheduler's record, where its bundle is, where its analysis stands, and its verdict
+    of record.
+
+    The verdict of record is the active review's when the attempt has one (confirmed, corrected or insufficient
+    evidence), else its current diagnosis's. It is stored on the row (``verdict_*``) and kept by one service,
+    ``diagnoses/services/verdicts.py``, whenever a diagnosis is recorded or a review added or withdrawn: the lists,
+    their filters, the overview, the node pages, the API and the exports read these columns, never a subquery.
+    """
 
     class Analysis(models.TextChoices):
         RECEIVED = "received"
@@ -148,6 +156,10 @@ class Attempt(models.Model):
         ANALYSING = "analysing"
         ANALYSED = "analysed"
         FAILED = "failed"
+
+    class VerdictSource(models.TextChoices):
+        ENGINE = "engine"
+        REVIEW = "review"
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="attempts")
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
@@ -182,6 +194,28 @@ class Attempt(models.Model):
     state_changed = models.DateTimeField(default=timezone.now)
     analysis_started = models.DateTimeField(null=True, blank=True)
 
+    # The verdict of record (kept by diagnoses/services/verdicts.py; blank while the attempt has no diagnosis).
+    verdict_source = models.CharField(
+        max_length=6, choices=VerdictSource.choices, blank=True, help_text="review: a person's; engine: the diagnosis's"
+    )
+    verdict_outcome = models.CharField(max_length=12, choices=[(o, o) for o in OUTCOMES], blank=True)
+    verdict_domain = models.CharField(max_length=40, blank=True)
+    verdict_subdomain = models.CharField(max_length=80, blank=True)
+    verdict_nodes = models.ManyToManyField(
+        Node, blank=True, related_name="verdict_of", help_text="The nodes the verdict's root cause lies on"
+    )
+    verdict_review = models.ForeignKey(
+        "Review", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="The active review"
+    )
+    engine_disagrees = models.BooleanField(
+        default=False, help_text="A diagnosis newer than the active review differs from it and from what it reviewed"
+    )
+    needs_review = models.BooleanField(
+        default=False,
+        help_text="In the triage queue: not reviewed and ambiguous or unattributed, or the engine disagrees with "
+        "the review",
+    )
+
     class Meta:
         ordering = ["-end", "-pk"]
         constraints = [models.UniqueConstraint(fields=["job", "number"], name="diagnoses_attempt_unique")]
@@ -193,6 +227,10 @@ class Attempt(models.Model):
             models.Index(fields=["user", "id"], name="attempt_user_id"),
             models.Index(fields=["name", "id"], name="attempt_name_id"),
             models.Index(fields=["analysis_state", "state_changed"], name="attempt_analysis"),
+            models.Index(fields=["verdict_outcome", "-end", "-id"], name="attempt_verdict_outcome"),
+            models.Index(fields=["verdict_domain", "-end", "-id"], name="attempt_verdict_domain"),
+            models.Index(fields=["verdict_subdomain", "-end", "-id"], name="attempt_verdict_subdomain"),
+            models.Index(fields=["-end", "-id"], condition=Q(needs_review=True), name="attempt_needs_review"),
         ]
 
     def __str__(self) -> str:
@@ -317,7 +355,8 @@ class FlightRecorderSummary(models.Model):
 
 
 class Review(models.Model):
-    """A person's verdict on a diagnosis."""
+    """A person's verdict on a diagnosis. The attempt's newest review not withdrawn is its active review (the
+    verdict of record); an older one is superseded. Reviews are never deleted: the history stays visible."""
 
     class Verdict(models.TextChoices):
         CONFIRMED = "confirmed"
@@ -333,6 +372,10 @@ class Review(models.Model):
     corrected_subdomain = models.CharField(max_length=80, blank=True)
     corrected_nodes = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
+    withdrawn = models.DateTimeField(null=True, blank=True, help_text="When it was withdrawn (it no longer counts)")
+    withdrawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created", "-pk"]

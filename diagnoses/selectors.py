@@ -95,9 +95,13 @@ def job_list() -> QuerySet[Job]:
 
 
 def attempt_list() -> QuerySet[Attempt]:
-    return Attempt.objects.select_related("cluster", "job", "current_diagnosis").prefetch_related(
+    """Attempts with their current diagnosis and their verdict of record (``Attempt.verdict_*``)."""
+    return Attempt.objects.select_related(
+        "cluster", "job", "current_diagnosis", "verdict_review__reviewer"
+    ).prefetch_related(
         Prefetch("nodes", queryset=Node.objects.only("name")),
         Prefetch("current_diagnosis__root_cause_nodes", queryset=Node.objects.only("name")),
+        Prefetch("verdict_nodes", queryset=Node.objects.only("name")),
     )
 
 
@@ -116,7 +120,7 @@ def node_event_list() -> QuerySet[NodeEvent]:
 
 
 def review_list() -> QuerySet[Review]:
-    return Review.objects.select_related("reviewer")
+    return Review.objects.select_related("reviewer", "withdrawn_by")
 
 
 def attempt_find(key: str) -> Attempt | None:

@@ -1,9 +1,13 @@
-"""The review form of the attempt page: confirm, correct (within the taxonomy) or mark insufficient evidence."""
+"""The review form of the attempt page: confirm, correct (within the taxonomy) or mark insufficient evidence. The
+rules a review must keep are the review service's (``diagnoses/services/reviews.py``), the same for the API; the
+form offers only what they allow: the subdomains of the chosen domain, the nodes of the attempt."""
 
 from django import forms
+from django.urls import reverse
 
 from diagnoses.models import Diagnosis, Review
-from engine.taxonomy import DOMAINS, subdomain_known
+from diagnoses.services.reviews import CORRECTIONS
+from engine.taxonomy import DOMAINS
 
 NONE = [("", "(none)")]
 VERDICTS = [
@@ -11,18 +15,21 @@ VERDICTS = [
     (Review.Verdict.CORRECTED, "Correct it"),
     (Review.Verdict.INSUFFICIENT_EVIDENCE, "Insufficient evidence to tell"),
 ]
-CORRECTIONS = ("corrected_outcome", "corrected_domain", "corrected_subdomain", "corrected_nodes")
+
+
+def subdomain_choices(domain: str) -> list:
+    """The subdomains a correction in ``domain`` may name (every domain's, grouped, when none is chosen)."""
+    if domain in DOMAINS:
+        return NONE + [(s, s) for s in DOMAINS[domain]]
+    return NONE + [(name, [(s, s) for s in subdomains]) for name, subdomains in DOMAINS.items()]
 
 
 class ReviewForm(forms.Form):
     verdict = forms.ChoiceField(choices=VERDICTS, widget=forms.RadioSelect, label="Verdict")
     corrected_outcome = forms.ChoiceField(choices=NONE + Diagnosis.Outcome.choices, required=False, label="Outcome")
     corrected_domain = forms.ChoiceField(choices=NONE + [(d, d) for d in DOMAINS], required=False, label="Domain")
-    corrected_subdomain = forms.ChoiceField(
-        choices=NONE + [(domain, [(s, s) for s in subdomains]) for domain, subdomains in DOMAINS.items()],
-        required=False,
-        label="Subdomain",
-    )
+    # any subdomain of the taxonomy is read; the review service refuses one of another domain, with the reason
+    corrected_subdomain = forms.ChoiceField(choices=subdomain_choices(""), required=False, label="Subdomain")
     corrected_nodes = forms.MultipleChoiceField(
         choices=[], required=False, label="Root-cause nodes", widget=forms.SelectMultiple(attrs={"size": 6})
     )
@@ -32,25 +39,20 @@ class ReviewForm(forms.Form):
         """``nodes``: the attempt's nodes, the only ones a correction may name."""
         super().__init__(*args, **kwargs)
         self.fields["corrected_nodes"].choices = [(name, name) for name in nodes]
+        domain = self["corrected_domain"].value() or ""
+        # shown: the chosen domain's subdomains only (htmx swaps them in when the domain changes)
+        self.fields["corrected_subdomain"].widget.choices = subdomain_choices(domain)
+        self.fields["corrected_domain"].widget.attrs.update(
+            {
+                "hx-get": reverse("pages:review-subdomains"),
+                "hx-target": "#id_corrected_subdomain",
+                "hx-swap": "outerHTML",
+            }
+        )
 
     def clean(self):
         data = super().clean()
         if data.get("verdict") != Review.Verdict.CORRECTED:
             # the correction fields only count for a correction; whatever else was sent is dropped
             return {**data, **{name: [] if name == "corrected_nodes" else "" for name in CORRECTIONS}}
-        outcome = data.get("corrected_outcome")
-        domain, subdomain = data.get("corrected_domain"), data.get("corrected_subdomain")
-        if not outcome:
-            self.add_error("corrected_outcome", "A correction names the corrected outcome.")
-        elif outcome == Diagnosis.Outcome.ATTRIBUTED:
-            if not domain:
-                self.add_error("corrected_domain", "An attributed outcome names its domain.")
-            if not subdomain:
-                self.add_error("corrected_subdomain", "An attributed outcome names its subdomain.")
-            elif domain and not subdomain_known(domain, subdomain):
-                self.add_error("corrected_subdomain", f"{subdomain} is not a subdomain of {domain}.")
-        elif outcome == Diagnosis.Outcome.UNATTRIBUTED and (domain or subdomain or data.get("corrected_nodes")):
-            self.add_error("corrected_outcome", "An unattributed outcome has no domain, subdomain or root-cause nodes.")
-        elif outcome == Diagnosis.Outcome.AMBIGUOUS and subdomain:
-            self.add_error("corrected_subdomain", "An ambiguous outcome has no single subdomain.")
         return data

@@ -3,15 +3,12 @@ events, reviews), a node's history, and the overview's counts."""
 
 from datetime import datetime
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet
 from django.db.models.functions import TruncDate
 
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent, Review
 from pages import paging
 from pages.timeline import Event
-
-TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
-
 
 # Lists and the attempt page --------------------------------------------------------------------------------------
 
@@ -21,18 +18,29 @@ def cluster_names() -> QuerySet:
 
 
 def attempt_table() -> QuerySet[Attempt]:
-    """Attempts as the HTML lists show them: one row each, root-cause nodes prefetched, no documents."""
+    """Attempts as the HTML lists show them, with their verdict of record: one row each, its nodes prefetched, no
+    documents and no diagnosis (the verdict is on the row)."""
     return (
-        Attempt.objects.select_related("cluster", "job", "current_diagnosis")
+        Attempt.objects.select_related("cluster", "job")
+        .defer("record", "reason", "analysis_error")
+        .prefetch_related(Prefetch("verdict_nodes", queryset=Node.objects.only("name")))
+    )
+
+
+def attempt_export() -> QuerySet[Attempt]:
+    """Attempts as the exports write them: the list's row, the engine's diagnosis beside the verdict (joined, not
+    a query per row) and the verdict's reviewer."""
+    return (
+        Attempt.objects.select_related("cluster", "job", "current_diagnosis", "verdict_review__reviewer")
         .defer("record", "reason", "analysis_error", "current_diagnosis__document_json")
-        .prefetch_related(Prefetch("current_diagnosis__root_cause_nodes", queryset=Node.objects.only("name")))
+        .prefetch_related(Prefetch("verdict_nodes", queryset=Node.objects.only("name")))
     )
 
 
 def triage_queue() -> QuerySet[Attempt]:
-    """Ambiguous and unattributed attempts whose current diagnosis nobody has reviewed yet."""
-    reviewed = Review.objects.filter(diagnosis=OuterRef("current_diagnosis"))
-    return attempt_table().filter(current_diagnosis__outcome__in=TRIAGE_OUTCOMES).filter(~Exists(reviewed))
+    """Attempts that need a person: ambiguous or unattributed and not reviewed, or the engine now disagrees with
+    their review (``Attempt.needs_review``, kept by ``diagnoses/services/verdicts.py``)."""
+    return attempt_table().filter(needs_review=True)
 
 
 def reviews_recent() -> QuerySet[Review]:
@@ -42,9 +50,12 @@ def reviews_recent() -> QuerySet[Review]:
 
 
 def attempt_page(pk: int) -> Attempt | None:
-    """The attempt with what its page shows at once (its current diagnosis and rule-set revision)."""
+    """The attempt with what its page shows at once (its current diagnosis and rule-set revision, its verdict of
+    record and who gave it)."""
     return (
-        Attempt.objects.select_related("cluster", "job", "current_diagnosis__revision__ruleset")
+        Attempt.objects.select_related(
+            "cluster", "job", "current_diagnosis__revision__ruleset", "verdict_review__reviewer"
+        )
         .defer("current_diagnosis__revision__text")
         .filter(pk=pk)
         .first()
@@ -89,25 +100,47 @@ def event_of_attempt(*, attempt_id: int, event_id: int) -> NodeEvent | None:
     )
 
 
+def attempt_verdict_nodes(attempt: Attempt) -> list[str]:
+    return sorted(attempt.verdict_nodes.values_list("name", flat=True))
+
+
 def attempt_reviews(attempt: Attempt) -> list[Review]:
-    """Every review of the attempt's diagnoses (any rule-set revision), newest first."""
+    """Every review of the attempt's diagnoses (any rule-set revision), withdrawn ones too, newest first."""
     return list(
         Review.objects.filter(diagnosis__attempt=attempt)
-        .select_related("reviewer", "diagnosis__revision__ruleset")
+        .select_related("reviewer", "withdrawn_by", "diagnosis__revision__ruleset")
         .defer("diagnosis__document_json", "diagnosis__revision__text")
     )
+
+
+def review_of_attempt(*, attempt_id: int, review_id: int) -> Review | None:
+    return Review.objects.select_related("diagnosis").filter(pk=review_id, diagnosis__attempt_id=attempt_id).first()
 
 
 def node_find(*, cluster: str, name: str) -> Node | None:
     return Node.objects.select_related("cluster").filter(cluster__name=cluster, name=name).first()
 
 
-def node_root_causes(node: Node, *, since: datetime | None = None) -> list[dict]:
-    """How often the node was the root cause (current diagnoses), by domain and subdomain, most first."""
-    diagnoses = Diagnosis.objects.filter(root_cause_nodes=node, attempt__current_diagnosis=F("pk"))
-    if since is not None:
-        diagnoses = diagnoses.filter(attempt__end__gte=since)
-    return list(diagnoses.values("domain", "subdomain").annotate(count=Count("pk")).order_by("-count", "subdomain"))
+def node_root_causes(node: Node, *, since: datetime) -> list[dict]:
+    """How often the node was the root cause (the attempts' verdicts of record), by domain and subdomain, most
+    first: ``count`` in all, ``recent`` of attempts that ended since ``since``."""
+    attempts = Attempt.objects.filter(pk__in=_verdict_links(node))
+    rows = attempts.values(domain=F("verdict_domain"), subdomain=F("verdict_subdomain")).annotate(
+        count=Count("pk"), recent=Count("pk", filter=Q(end__gte=since))
+    )
+    return list(rows.order_by("-count", "subdomain"))
+
+
+def repeat_offenders(names: list[str], *, cluster: Cluster, since: datetime) -> dict[str, int]:
+    """Of these nodes of ``cluster``, how many attempts that ended since ``since`` each was the root cause of."""
+    links = Attempt.verdict_nodes.through.objects.filter(
+        node__cluster=cluster, node__name__in=names, attempt__end__gte=since
+    )
+    return dict(links.values_list("node__name").annotate(count=Count("pk")).order_by())
+
+
+def _verdict_links(node: Node) -> QuerySet:
+    return Attempt.verdict_nodes.through.objects.filter(node=node).values("attempt_id")
 
 
 def node_attempts(node: Node) -> QuerySet[Attempt]:
@@ -116,16 +149,43 @@ def node_attempts(node: Node) -> QuerySet[Attempt]:
     return attempt_table().filter(pk__in=ran)
 
 
-def node_events_recent(node: Node, *, limit: int = 30) -> list[NodeEvent]:
-    """The node's latest events in its attempts' current diagnoses."""
-    return list(
-        NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
-        .select_related("diagnosis__attempt__job")
-        .only("time", "time_approx", "time_low", "time_high", "role", "rule", "text", "ref", "count",
-              "diagnosis__attempt__number",
-              "diagnosis__attempt__job__job_id")
-        .order_by("-time", "-pk")[:limit]
+CAUSE_ROLES = ("root_cause", "candidate")  # the events that make a node a root cause (or one of the candidates)
+EVENT_FIELDS = ("time", "time_approx", "time_low", "time_high", "role", "rule", "text", "ref", "count", "diagnosis_id")
+
+
+def node_causes(node: Node, *, limit: int = 20) -> list[dict]:
+    """The node's own causes: the attempts whose verdict of record names it as the root cause, newest first, each
+    with the events on the node that made it one (root cause or candidate in the attempt's current diagnosis; none
+    when a review named the node and the engine did not)."""
+    newest = Attempt.objects.filter(pk__in=_verdict_links(node)).order_by("-end", "-pk")[:limit]
+    attempts = list(
+        newest.select_related("job")
+        .only("number", "end", "current_diagnosis_id", "verdict_source", "verdict_outcome", "verdict_domain",
+              "verdict_subdomain", "job__job_id")
     )  # fmt: skip
+    events: dict[int, list[NodeEvent]] = {}
+    current = newest.values("current_diagnosis_id")
+    cause_events = NodeEvent.objects.filter(node=node, diagnosis_id__in=current, role__in=CAUSE_ROLES)
+    for event in cause_events.only(*EVENT_FIELDS).order_by("time", "pk"):
+        events.setdefault(event.diagnosis_id, []).append(event)
+    return [{"attempt": attempt, "events": events.get(attempt.current_diagnosis_id, [])} for attempt in attempts]
+
+
+def node_events_other(node: Node, *, role: str = "", limit: int = 30) -> list[NodeEvent]:
+    """The node's latest other events in its attempts' current diagnoses (not the causes ``node_causes`` lists):
+    of one ``role``, or of every role but teardown (the noise of jobs torn down after a fault elsewhere) when
+    ``role`` is empty, or of every role when it is ``all``."""
+    events = NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
+    events = events.exclude(role__in=CAUSE_ROLES, diagnosis__attempt__in=_verdict_links(node))
+    if role == "":
+        events = events.exclude(role="teardown")
+    elif role != "all":
+        events = events.filter(role=role)
+    return list(
+        events.select_related("diagnosis__attempt__job")
+        .only(*EVENT_FIELDS, "diagnosis__attempt__number", "diagnosis__attempt__job__job_id")
+        .order_by("-time", "-pk")[:limit]
+    )
 
 
 # Overview ----------------------------------------------------------------------------------------
@@ -133,15 +193,15 @@ def node_events_recent(node: Node, *, limit: int = 30) -> list[NodeEvent]:
 
 def failures_by_day(*, since: datetime) -> list[dict]:
     """Attempts that ended since ``since``, counted by day and by the outcome, domain and subdomain of
-    their current diagnosis (None when they have none): one pass for every panel of the overview."""
+    their verdict of record ("" when they have none): one pass for every panel of the overview."""
     return list(
         Attempt.objects.filter(end__gte=since)
         .annotate(day=TruncDate("end"))
         .values(
             "day",
-            outcome=F("current_diagnosis__outcome"),
-            domain=F("current_diagnosis__domain"),
-            subdomain=F("current_diagnosis__subdomain"),
+            outcome=F("verdict_outcome"),
+            domain=F("verdict_domain"),
+            subdomain=F("verdict_subdomain"),
         )
         .annotate(count=Count("pk"))
         .order_by()
@@ -149,9 +209,8 @@ def failures_by_day(*, since: datetime) -> list[dict]:
 
 
 def top_fault_nodes(*, since: datetime, limit: int = 8) -> list[dict]:
-    """The nodes most often at the root cause of attempts that ended since ``since``."""
-    current = Attempt.objects.filter(end__gte=since).values("current_diagnosis")
-    links = Diagnosis.root_cause_nodes.through.objects.filter(diagnosis__in=current)
+    """The nodes most often at the root cause (verdicts of record) of attempts that ended since ``since``."""
+    links = Attempt.verdict_nodes.through.objects.filter(attempt__end__gte=since)
     return list(
         links.values(name=F("node__name"), cluster=F("node__cluster__name"))
         .annotate(count=Count("pk"))
@@ -165,8 +224,7 @@ def backlog_size() -> int:
 
 
 def review_verdicts(*, since: datetime) -> dict[str, int]:
-    """Reviews given since ``since``, by verdict (every verdict present, zero when none)."""
-    counts = dict(
-        Review.objects.filter(created__gte=since).values_list("verdict").annotate(count=Count("pk")).order_by()
-    )
+    """Reviews given since ``since`` and not withdrawn, by verdict (every verdict present, zero when none)."""
+    reviews = Review.objects.filter(created__gte=since, withdrawn=None)
+    counts = dict(reviews.values_list("verdict").annotate(count=Count("pk")).order_by())
     return {verdict: counts.get(verdict, 0) for verdict in Review.Verdict.values}

@@ -2,15 +2,18 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, lists, nodes, overview
+from pages.views import attempts, clusters, exports, lists, nodes, overview
 
 app_name = "pages"
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("jobs/", lists.job_list, name="job-list"),
+    path("jobs/export.<str:format>", exports.job_export, name="job-export"),
     path("attempts/<int:pk>/", attempts.attempt_detail, name="attempt-detail"),
     path("attempts/<int:pk>/review", attempts.attempt_review, name="attempt-review"),
+    path("attempts/<int:pk>/reviews/<int:review_id>/withdraw", attempts.review_withdraw, name="review-withdraw"),
+    path("review/subdomains", attempts.review_subdomains, name="review-subdomains"),
     path("attempts/<int:pk>/gather", attempts.attempt_gather_again, name="attempt-gather"),
     path("attempts/<int:pk>/diagnosis.json", attempts.attempt_diagnosis_json, name="attempt-diagnosis-json"),
     path("attempts/<int:pk>/bundle.tar.gz", attempts.attempt_bundle, name="attempt-bundle"),

@@ -306,6 +306,35 @@ def test_a_triager_reviews_a_diagnosis(triager, stored):
     assert [r["verdict"] for r in listed] == ["corrected"]
 
 
+def test_the_attempt_resource_has_its_verdict_beside_its_diagnosis_and_a_review_can_be_withdrawn(triager, stored):
+    attempt = stored["1"]
+    body = {"diagnosis": attempt.current_diagnosis_id, "verdict": "corrected", "corrected_outcome": "attributed",
+            "corrected_domain": "hardware", "corrected_subdomain": "gpu.memory",
+            "corrected_nodes": ["node03"]}  # fmt: skip
+    before = triager.get(f"/api/v1/attempts/{attempt.pk}").json()["verdict"]
+
+    review = triager.post("/api/v1/reviews", body, format="json").json()
+    after = triager.get(f"/api/v1/attempts/{attempt.pk}").json()
+    listed = triager.get("/api/v1/attempts", {"root_cause_node": "node03", "verdict_source": "review"}).json()
+    withdrawn = triager.post(f"/api/v1/reviews/{review['id']}/withdraw").json()
+    again = triager.get(f"/api/v1/attempts/{attempt.pk}").json()["verdict"]
+
+    assert (before["source"], before["subdomain"], before["root_cause_nodes"]) == ("engine", "gpu.bus", ["node02"])
+    verdict = after["verdict"]
+    assert (verdict["source"], verdict["outcome"], verdict["domain"], verdict["subdomain"]) == (
+        "review", "attributed", "hardware", "gpu.memory",
+    )  # fmt: skip
+    assert (verdict["root_cause_nodes"], verdict["reviewed_by"], verdict["engine_disagrees"]) == (
+        ["node03"], "person-triager", False,
+    )  # fmt: skip
+    assert verdict["review"].endswith(f"/api/v1/reviews/{review['id']}")
+    assert after["current_diagnosis"]["subdomain"] == "gpu.bus"  # the engine's, beside
+    assert [row["id"] for row in listed["results"]] == [attempt.pk]
+    assert (withdrawn["withdrawn"] is not None, withdrawn["withdrawn_by"]) == (True, "person-triager")
+    assert (again["source"], again["subdomain"]) == ("engine", "gpu.bus")
+    assert triager.post(f"/api/v1/reviews/{review['id']}/withdraw").status_code == 400
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -17,6 +17,7 @@ from diagnoses import selectors
 from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
+from diagnoses.services.verdicts import attempt_verdict_update
 from engine import Analysis, to_json
 from engine.bundle import BundleError
 from rules.engine_limits import bundle_limits
@@ -83,9 +84,12 @@ def _set_state(attempt: Attempt, state: str, error: str = "") -> None:
 
 
 def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis) -> None:
-    Attempt.objects.filter(pk=attempt.pk).update(
-        analysis_state=State.ANALYSED, analysis_error="", current_diagnosis=diagnosis, state_changed=timezone.now()
-    )
+    """Make ``diagnosis`` the attempt's current one, and keep its verdict of record."""
+    with transaction.atomic():
+        Attempt.objects.filter(pk=attempt.pk).update(
+            analysis_state=State.ANALYSED, analysis_error="", current_diagnosis=diagnosis, state_changed=timezone.now()
+        )
+        attempt_verdict_update(attempt_id=attempt.pk)
 
 
 def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis) -> Diagnosis:

@@ -1,6 +1,6 @@
 """The triage pages, one module per page or family: ``overview``, ``lists`` (the job list and the triage
-queue), ``attempts`` (an attempt's page and its actions), ``nodes`` and ``clusters``. Thin views: reads
-through the selectors (``pages.selectors``, ``diagnoses.selectors``), writes through
+queue), ``exports`` (the job list as CSV or JSON), ``attempts`` (an attempt's page and its actions), ``nodes``
+and ``clusters``. Thin views: reads through the selectors (``pages.selectors``, ``diagnoses.selectors``), writes through
 ``diagnoses.services``, htmx answered by ``web.htmx``. Every page needs a login."""
 
 

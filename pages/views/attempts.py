@@ -1,13 +1,18 @@
-"""An attempt's page (the diagnosis, the timeline, the evidence trail with the lines around each piece, the
-reviews and the review form) and its actions: review, the diagnosis JSON, the bundle, gather again."""
+"""An attempt's page (its verdict of record, the diagnosis, the timeline, the evidence trail with the lines around
+each piece, the reviews and the review form) and its actions: review (the form, or "this one" on a candidate),
+withdraw a review, the diagnosis JSON, the bundle, gather again."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
 
 from diagnoses import bundle_store
 from diagnoses import selectors as diagnoses_selectors
@@ -29,6 +34,54 @@ def _attempt_or_404(pk: int) -> Attempt:
     return attempt
 
 
+def _verdict(attempt: Attempt) -> dict:
+    """The verdict of record as the page leads with it, and the nodes among its own that are repeat offenders."""
+    nodes = selectors.attempt_verdict_nodes(attempt)
+    since = timezone.now() - timedelta(days=settings.FAULTLINE_REPEAT_OFFENDER_DAYS)
+    counts = selectors.repeat_offenders(nodes, cluster=attempt.cluster, since=since)
+    threshold = settings.FAULTLINE_REPEAT_OFFENDER_COUNT
+    diagnosis = attempt.current_diagnosis
+    engine = None
+    if diagnosis is not None:
+        root_nodes = sorted(diagnosis.root_cause_nodes.values_list("name", flat=True))
+        engine = (diagnosis.outcome, diagnosis.domain, diagnosis.subdomain, root_nodes)
+    mine = (attempt.verdict_outcome, attempt.verdict_domain, attempt.verdict_subdomain, nodes)
+    return {
+        "source": attempt.verdict_source,
+        "outcome": attempt.verdict_outcome,
+        "domain": attempt.verdict_domain,
+        "subdomain": attempt.verdict_subdomain,
+        "nodes": [{"name": name, "count": counts.get(name, 0), "offender": counts.get(name, 0) >= threshold}
+                  for name in nodes],
+        "review": attempt.verdict_review,
+        "engine_differs": attempt.verdict_source == Attempt.VerdictSource.REVIEW and engine != mine,
+        "engine_disagrees": attempt.engine_disagrees,
+        "window_days": settings.FAULTLINE_REPEAT_OFFENDER_DAYS,
+        "threshold": threshold,
+    }  # fmt: skip
+
+
+def _review_history(attempt: Attempt) -> list:
+    """Every review, each marked active (the verdict of record), superseded (by a newer one) or withdrawn."""
+    history = selectors.attempt_reviews(attempt)
+    for review in history:
+        if review.withdrawn:
+            review.status = "withdrawn"
+        else:
+            review.status = "active" if review.pk == attempt.verdict_review_id else "superseded"
+    return history
+
+
+def _candidates(document: dict, evidence: list) -> list[dict]:
+    """An ambiguous diagnosis's candidates, each with the evidence line behind it (the first of its rule)."""
+    rows = []
+    for candidate in document["candidates"]:
+        lines = [item for item in evidence if item.rule == candidate["rule"]]
+        on_node = [item for item in lines if item.node is not None and item.node.name in candidate["nodes"]]
+        rows.append({"candidate": candidate, "evidence": (on_node or lines or [None])[0]})
+    return rows
+
+
 def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) -> dict:
     diagnosis = attempt.current_diagnosis
     nodes = selectors.attempt_node_names(attempt)
@@ -38,7 +91,8 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         "log_zone": attempt.record.get("timezone") or "UTC",  # the zone of log stamps that name none
         "diagnosis": diagnosis,
         "nodes": nodes,
-        "reviews": selectors.attempt_reviews(attempt),
+        "verdict": _verdict(attempt),
+        "reviews": _review_history(attempt),
         "may_review": may_review and diagnosis is not None,
         "form": form or ReviewForm(nodes=nodes),
         "may_gather_again": attempt.discovery is not None
@@ -60,6 +114,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         actions=[(action, action_meaning(action)) for action in actions],
         evidence=evidence,
         missing_sources=[source for source in document["sources"] if source["status"] != "ok"],
+        candidates=_candidates(document, evidence),
         flight_recorder=selectors.flight_recorder_summary(diagnosis),
         zoom=zoom,
         timeline=timeline.layout(
@@ -116,14 +171,51 @@ def attempt_review(request, pk: int):
         raise Http404("this attempt has no diagnosis to review yet")
     form = ReviewForm(request.POST, nodes=selectors.attempt_node_names(attempt))
     if form.is_valid():
-        reviews.review_create(diagnosis=attempt.current_diagnosis, reviewer=request.user, **form.cleaned_data)
-        if not request.htmx:
-            messages.success(request, "Review recorded.")
-            return redirect(reverse("pages:attempt-detail", args=[pk]) + "#reviews")
-        form = None
-    context = {**_attempt_context(request, attempt, form), "recorded": form is None}
-    status = 200 if request.htmx else 400  # htmx swaps the reviews in, with the form's errors or the new review
+        try:
+            reviews.review_create(diagnosis=attempt.current_diagnosis, reviewer=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+    if form.is_valid():
+        return _reviewed(request, attempt, "Review recorded.")
+    context = _attempt_context(request, attempt, form)
+    status = 200 if request.htmx else 400  # htmx swaps the reviews in, with the form's errors
     return render_page(request, "pages/attempt_detail.html", context, partials=("reviews",), status=status)
+
+
+@login_required
+@require_POST
+def review_withdraw(request, pk: int, review_id: int):
+    """Withdraw one of the attempt's reviews: it stays in the history; the verdict falls back."""
+    if not request.user.has_perm(REVIEW_PERMISSION):
+        raise PermissionDenied("only triagers may withdraw reviews")
+    attempt = _attempt_or_404(pk)
+    review = selectors.review_of_attempt(attempt_id=pk, review_id=review_id)
+    if review is None:
+        raise Http404("no such review of this attempt")
+    try:
+        reviews.review_withdraw(review=review, by=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(reverse("pages:attempt-detail", args=[pk]) + "#reviews")
+    return _reviewed(request, attempt, "Review withdrawn.")
+
+
+def _reviewed(request, attempt: Attempt, message: str):
+    """After a review or a withdrawal: the page again, since its verdict changed with its reviews (htmx is told to
+    reload it: a redirect to the same address with a fragment would not)."""
+    messages.success(request, message)
+    if request.htmx:
+        return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+    return redirect(reverse("pages:attempt-detail", args=[attempt.pk]) + "#reviews")
+
+
+@login_required
+@require_GET
+def review_subdomains(request):
+    """The subdomain select of the review form for the chosen domain (htmx swaps it in when the domain changes)."""
+    form = ReviewForm(request.GET, nodes=[])
+    return render_partial(request, "pages/attempt_detail.html", "subdomain-select", {"form": form})
 
 
 @login_required

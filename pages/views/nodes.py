@@ -1,5 +1,6 @@
-"""A node's page: how often it was the root cause and in which subdomains, its recent events and attempts,
-and the repeat-offender badge."""
+"""A node's page: how often it was the root cause (by the attempts' verdicts of record) and in which subdomains,
+its own causes by attempt, then its other events (filtered by role; teardown left out unless asked for), its
+attempts, and the repeat-offender badge."""
 
 from datetime import timedelta
 
@@ -12,29 +13,41 @@ from pages import paging, selectors
 from pages.views import cursor
 from web.htmx import render_page
 
+ROLES = [  # the filter of the node's other events: (value, label)
+    ("", "all but teardown"),
+    ("cascade", "cascade"),
+    ("cause", "cause (not chosen)"),
+    ("context", "context"),
+    ("teardown", "teardown"),
+    ("root_cause", "root cause (of an attempt whose verdict is elsewhere)"),
+    ("candidate", "candidate (of an attempt whose verdict is elsewhere)"),
+    ("all", "all"),
+]
+
 
 @login_required
 def node_detail(request, cluster: str, name: str):
     node = selectors.node_find(cluster=cluster, name=name)
     if node is None:
         raise Http404("no such node")
+    role = request.GET.get("role", "")
+    role = role if role in dict(ROLES) else ""
     days = settings.FAULTLINE_REPEAT_OFFENDER_DAYS
-    recent = selectors.node_root_causes(node, since=timezone.now() - timedelta(days=days))
-    recent_count = sum(row["count"] for row in recent)
+    causes = selectors.node_root_causes(node, since=timezone.now() - timedelta(days=days))
+    recent_count = sum(row["recent"] for row in causes)
     page = paging.seek(selectors.node_attempts(node), sort="-end", size=20, **cursor(request))
     context = {
         "node": node,
-        "causes": selectors.node_root_causes(node),
+        "causes": causes,
         "recent_count": recent_count,
         "window_days": days,
         "threshold": settings.FAULTLINE_REPEAT_OFFENDER_COUNT,
         "repeat_offender": recent_count >= settings.FAULTLINE_REPEAT_OFFENDER_COUNT,
         "page": page,
-        "at_fault": {
-            row.pk
-            for row in page.rows
-            if row.current_diagnosis and node.pk in {n.pk for n in row.current_diagnosis.root_cause_nodes.all()}
-        },
-        "events": selectors.node_events_recent(node),
+        "at_fault": {row.pk for row in page.rows if node.pk in {n.pk for n in row.verdict_nodes.all()}},
+        "own_causes": selectors.node_causes(node),
+        "role": role,
+        "roles": ROLES,
+        "events": selectors.node_events_other(node, role=role),
     }
-    return render_page(request, "pages/node_detail.html", context, partials=("node-attempts",), push=True)
+    return render_page(request, "pages/node_detail.html", context, partials=("node-attempts", "node-events"), push=True)

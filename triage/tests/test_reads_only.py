@@ -47,11 +47,14 @@ QUERIES = {
     ("pages", "job-list"): ["?cluster=dgx-a&sort=-name", "?outcome=attributed"],
     ("pages", "triage-queue"): ["?tab=reviewed"],
     ("pages", "attempt-detail"): ["?window=attempt"],
+    ("pages", "review-subdomains"): ["?corrected_domain=hardware"],
+    ("pages", "node-detail"): ["?role=root_cause"],
     ("workbench", "try"): ["?attempt={attempt}", "?attempt={discovered}"],
     ("workbench", "explore"): ["?attempt={attempt}&ref={ref}", "?line=NVRM: Xid 79&stream=syslog"],
     ("workbench", "diff"): ["?a=1&b=2"],
     ("workbench", "editor"): ["?from=1"],
-    ("api", "attempt-list"): ["?outcome=attributed&node=node02"],
+    ("api", "attempt-list"): ["?outcome=attributed&node=node02", "?root_cause_node=node02&verdict_source=review"],
+    ("api", "review-list"): ["?attempt=1&withdrawn=false"],
     ("api", "evidence-excerpt"): ["?context=3"],
 }
 
@@ -98,6 +101,7 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
         "format": "json",
         "evidence_id": stored["evidence"].pk,
         "event_id": stored["event"].pk,
+        "review_id": stored["review"].pk,
         "cluster": stored["attempt"].cluster.name,
         "number": stored["draft"].number,
     }

@@ -21,9 +21,10 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from diagnoses.filters import AttemptFilter
-from diagnoses.models import Attempt, Review
+from diagnoses.models import Attempt
 from diagnoses.selectors import attempt_context
 from diagnoses.services.analysis import attempt_analyse
+from diagnoses.services.verdicts import review_active
 from rules.models import RuleSetRevision
 from rules.selectors import revision_engine
 from workbench import agreement
@@ -163,12 +164,7 @@ class _Backtest:
                     "after": agreement.key(after),
                 }
             )
-        review = (
-            Review.objects.select_related("diagnosis")
-            .filter(diagnosis__attempt_id=attempt.pk)
-            .order_by("-created", "-pk")
-            .first()
-        )
+        review = review_active(attempt.pk)
         if review is not None:
             with contextlib.suppress(CaseRejected):  # "insufficient evidence" names no outcome to agree with
                 self.reviewed.append((expected_from_review(review), before, after))

@@ -1,4 +1,4 @@
-"""Regression cases: a reviewed attempt kept, with a copy of its bundle and what its latest review says
+"""Regression cases: a reviewed attempt kept, with a copy of its bundle and what its active review says
 the diagnosis should be, as a test of the rules (``case_promote``; ``workbench.regression`` runs them)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from django.db import transaction
 
 from diagnoses import bundle_store
 from diagnoses.models import Attempt, Review
+from diagnoses.services.verdicts import review_active
 from workbench.models import RegressionCase
 
 CASES_DIR = "cases"  # under the bundle root
@@ -38,18 +39,9 @@ def expected_from_review(review: Review) -> dict:
     raise CaseRejected("the review says the evidence is insufficient: it names no outcome to expect")
 
 
-def latest_review(attempt: Attempt) -> Review | None:
-    return (
-        Review.objects.select_related("diagnosis")
-        .filter(diagnosis__attempt=attempt)
-        .order_by("-created", "-pk")
-        .first()
-    )
-
-
 def case_promote(*, attempt: Attempt, user=None, name: str = "") -> RegressionCase:
     """Keep ``attempt`` as a regression case: a copy of its bundle and what its latest review expects."""
-    review = latest_review(attempt)
+    review = review_active(attempt.pk)  # the verdict of record's review (withdrawn ones do not count)
     if review is None:
         raise CaseRejected(f"attempt {attempt} has no review: only a reviewed attempt can become a regression case")
     expected = expected_from_review(review)

@@ -128,6 +128,8 @@ def test_an_operator_writes_a_rule_for_the_unattributed_thermal_slowdown(page, l
     page.goto(f"{base}/rules/reanalyse/")
     page.select_option("select[name=outcome]", "unattributed")
     page.get_by_role("button", name="Reanalyse").click()
+    expect(page.get_by_role("heading", name=re.compile(r"Reanalyse \d+ attempts?\?"))).to_be_visible()
+    page.get_by_role("button", name=re.compile(r"^Reanalyse \d+ attempt")).click()
     expect(page.locator("#run-progress")).to_have_attribute("data-state", "done")
     thermal.refresh_from_db()
     diagnosis = thermal.current_diagnosis

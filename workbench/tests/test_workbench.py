@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
+from access.roles import RULE_EDITOR, TRIAGER
 from diagnoses.models import Attempt, Diagnosis
 from diagnoses.services import attempts, reviews
 from engine import RuleSetError
@@ -399,3 +401,23 @@ def test_the_workbench_takes_its_tables_rows_and_permissions_from_the_rules_app(
     assert new.BatchRun._meta.db_table == "workbench_batchrun"
     assert Permission.objects.filter(content_type__app_label="workbench", codename="add_batchrun").exists()
     assert not Permission.objects.filter(content_type__app_label="rules", codename="add_batchrun").exists()
+
+
+def test_a_reanalysis_from_the_page_asks_for_confirmation_with_the_count(stored, client_for, person):
+    review(stored["quiet"], person(TRIAGER, "tess"), "insufficient_evidence")
+    client = client_for(RULE_EDITOR)
+
+    asked = client.post(reverse("workbench:reanalyse"), {"outcome": "unattributed"})
+
+    html = asked.content.decode()
+    assert asked.status_code == 200
+    assert "Reanalyse 2 attempts?" in html
+    assert "1 of them\n    was reviewed" in html
+    assert '<input type="hidden" name="outcome" value="unattributed">' in html
+    assert not BatchRun.objects.exists()
+
+    started = client.post(reverse("workbench:reanalyse"), {"outcome": "unattributed", "confirmed": "yes"})
+
+    run = BatchRun.objects.get()
+    assert started.status_code == 302
+    assert (run.kind, run.filters) == ("reanalysis", {"outcome": "unattributed"})

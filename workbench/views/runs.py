@@ -9,13 +9,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from diagnoses import selectors as diagnoses_selectors
-from diagnoses.models import Diagnosis
+from diagnoses.models import Attempt, Diagnosis
 from rules import selectors, services
 from web.htmx import render_page
 from workbench import selectors as workbench_selectors
 from workbench.models import BatchRun
 from workbench.permissions import RUN_BATCH
-from workbench.services.batches import FilterRejected, batch_cancel, batch_start
+from workbench.services.batches import FilterRejected, attempts_matching, batch_cancel, batch_start
 from workbench.views import revision_or_404
 
 
@@ -54,22 +54,41 @@ def reanalyse(request):
     return _batch_page(request, BatchRun.Kind.REANALYSIS, revision, runs, "workbench/reanalyse.html")
 
 
+def _confirmation(filters: dict, limit: int | None) -> dict:
+    """What a reanalysis of these attempts would touch: how many, and how many of them people reviewed."""
+    matching = attempts_matching(filters)
+    cap = min(limit or settings.FAULTLINE_BATCH_MAX_ATTEMPTS, settings.FAULTLINE_BATCH_MAX_ATTEMPTS)
+    chosen = matching.values("pk")[:cap]
+    return {
+        "count": matching.filter(pk__in=chosen).count(),
+        "reviewed": matching.filter(pk__in=chosen, verdict_source=Attempt.VerdictSource.REVIEW).count(),
+        "limit": limit or "",
+    }
+
+
 def _batch_page(request, kind: str, revision, runs, template: str):
-    """A backtest's or a reanalysis's page: the filter form, and on POST the run it starts."""
-    filters, error = _filter_form(request), ""
+    """A backtest's or a reanalysis's page: the filter form, and on POST the run it starts. A reanalysis (it
+    replaces the attempts' current diagnoses) first answers with the number of attempts it would touch, and
+    starts when that is confirmed."""
+    filters, error, confirm = _filter_form(request), "", None
     if request.method == "POST":
         if not request.user.has_perm(RUN_BATCH):
             raise PermissionDenied
         try:
-            run = batch_start(kind=kind, revision=revision, filters=filters, user=request.user, limit=_limit(request))
+            if kind == BatchRun.Kind.REANALYSIS and request.POST.get("confirmed") != "yes":
+                confirm = _confirmation(filters, _limit(request))
+            else:
+                run = batch_start(
+                    kind=kind, revision=revision, filters=filters, user=request.user, limit=_limit(request)
+                )
+                return redirect("workbench:run", pk=run.pk)
         except FilterRejected as exc:
             error = str(exc)
-        else:
-            return redirect("workbench:run", pk=run.pk)
     context = {
         "revision": revision,
         "filters": filters,
         "error": error,
+        "confirm": confirm,
         "outcomes": Diagnosis.Outcome.choices,
         "clusters": diagnoses_selectors.cluster_list(),
         "runs": runs,

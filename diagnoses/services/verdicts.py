@@ -1,0 +1,113 @@
+"""The verdict of record of an attempt: its active review's verdict when it has one (the newest review not
+withdrawn), else its current diagnosis's. Kept on the attempt's row (``Attempt.verdict_*``) by
+``attempt_verdict_update``, which the analysis calls whenever it sets the current diagnosis and the review service
+whenever a review is added or withdrawn; nothing else writes those columns.
+
+A diagnosis newer than the active review that differs both from the review's verdict and from the diagnosis the
+review was given on makes the engine disagree with the review: the attempt stays reviewed (the review is still
+the verdict) but goes back to the triage queue, flagged. A reanalysis that changes nothing, or that lands on the
+reviewer's verdict, leaves a reviewed attempt out of the queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from diagnoses.models import Attempt, Diagnosis, Node, Review
+
+TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str
+    domain: str
+    subdomain: str
+    nodes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the attempt's row stores: the verdict, where it comes from, and whether it waits in the queue."""
+
+    source: str
+    verdict: Verdict
+    engine_disagrees: bool
+    needs_review: bool
+
+
+NO_VERDICT = Verdict("", "", "", frozenset())
+
+
+def verdict_of_review(*, verdict: str, corrected: Verdict, reviewed: Verdict) -> Verdict:
+    """A review's verdict: the reviewed diagnosis's when confirmed, the correction's when corrected, unattributed
+    when the evidence does not tell."""
+    if verdict == Review.Verdict.CONFIRMED:
+        return reviewed
+    if verdict == Review.Verdict.CORRECTED:
+        return corrected
+    return Verdict(Diagnosis.Outcome.UNATTRIBUTED, "", "", frozenset())
+
+
+def record_of(*, engine: Verdict | None, review: Verdict | None, reviewed: Verdict | None) -> Record:
+    """The verdict of record from the current diagnosis's verdict (``engine``), the active review's (``review``)
+    and the verdict of the diagnosis that review was given on (``reviewed``); None where there is none."""
+    if review is not None:
+        disagrees = engine is not None and engine not in (review, reviewed)
+        return Record(Attempt.VerdictSource.REVIEW, review, disagrees, disagrees)
+    if engine is not None:
+        return Record(Attempt.VerdictSource.ENGINE, engine, False, engine.outcome in TRIAGE_OUTCOMES)
+    return Record("", NO_VERDICT, False, False)
+
+
+def record_columns(record: Record, review) -> dict:
+    """The attempt row's columns for ``record`` (its nodes are a relation, set apart)."""
+    return {
+        "verdict_source": record.source,
+        "verdict_outcome": record.verdict.outcome,
+        "verdict_domain": record.verdict.domain,
+        "verdict_subdomain": record.verdict.subdomain,
+        "verdict_review": review,
+        "engine_disagrees": record.engine_disagrees,
+        "needs_review": record.needs_review,
+    }
+
+
+def diagnosis_verdict(diagnosis: Diagnosis) -> Verdict:
+    nodes = frozenset(diagnosis.root_cause_nodes.values_list("name", flat=True))
+    return Verdict(diagnosis.outcome, diagnosis.domain, diagnosis.subdomain, nodes)
+
+
+def review_verdict(review: Review) -> tuple[Verdict, Verdict]:
+    """The review's verdict and the verdict of the diagnosis it was given on."""
+    reviewed = diagnosis_verdict(review.diagnosis)
+    corrected = Verdict(
+        review.corrected_outcome, review.corrected_domain, review.corrected_subdomain, frozenset(review.corrected_nodes)
+    )
+    return verdict_of_review(verdict=review.verdict, corrected=corrected, reviewed=reviewed), reviewed
+
+
+def review_active(attempt_id: int) -> Review | None:
+    """The attempt's active review: its newest review not withdrawn (any of its diagnoses)."""
+    reviews = Review.objects.filter(diagnosis__attempt_id=attempt_id, withdrawn=None)
+    reviews = reviews.select_related("diagnosis").defer("diagnosis__document_json")
+    return reviews.order_by("-created", "-pk").first()
+
+
+def attempt_verdict_update(*, attempt_id: int) -> Record:
+    """Recompute and store the attempt's verdict of record (its row locked meanwhile)."""
+    with transaction.atomic():
+        attempt = (
+            Attempt.objects.select_for_update().only("pk", "cluster_id", "current_diagnosis_id").get(pk=attempt_id)
+        )
+        diagnosis = Diagnosis.objects.defer("document_json").filter(pk=attempt.current_diagnosis_id).first()
+        engine = None if diagnosis is None else diagnosis_verdict(diagnosis)
+        review = review_active(attempt_id)
+        review_side, reviewed = (None, None) if review is None else review_verdict(review)
+        record = record_of(engine=engine, review=review_side, reviewed=reviewed)
+        Attempt.objects.filter(pk=attempt_id).update(**record_columns(record, review))
+        nodes = Node.objects.filter(cluster_id=attempt.cluster_id, name__in=record.verdict.nodes)
+        attempt.verdict_nodes.set(nodes)
+    return record
