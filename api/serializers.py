@@ -165,12 +165,18 @@ class BundleUploadSerializer(serializers.Serializer):
     bundle = serializers.FileField(help_text="A .tar.gz of the bundle directory")
 
 
+APPROXIMATE = ["time_approx", "time_low", "time_high"]  # a time not read from its line, and its bounds
+
+
 class EvidenceSerializer(serializers.ModelSerializer):
     node = serializers.CharField(source="node.name", allow_null=True, default=None)
 
     class Meta:
         model = Evidence
-        fields = ["id", "diagnosis", "position", "role", "rule", "node", "source", "time", "ref", "text", "count"]
+        fields = [
+            "id", "diagnosis", "position", "role", "rule", "node", "source", "time", *APPROXIMATE,
+            "ref", "text", "count",
+        ]  # fmt: skip
 
 
 class ExcerptLineSerializer(serializers.Serializer):
@@ -183,7 +189,9 @@ class NodeEventSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = NodeEvent
-        fields = ["id", "diagnosis", "node", "time", "source", "kind", "rule", "role", "text", "ref", "count"]
+        fields = [
+            "id", "diagnosis", "node", "time", *APPROXIMATE, "source", "kind", "rule", "role", "text", "ref", "count",
+        ]  # fmt: skip
 
 
 class ReviewSerializer(serializers.ModelSerializer):

@@ -20,24 +20,24 @@ def _moment(value) -> datetime | None:
     return datetime.fromisoformat(value)
 
 
-def _shown(moment: datetime, fmt: str) -> str:
-    return date_format(timezone.localtime(moment), fmt)
+def _shown(moment: datetime) -> str:
+    return date_format(timezone.localtime(moment), FULL)
 
 
-def bounds_text(low: datetime | None, high: datetime | None, fmt: str = FULL) -> str:
+def bounds_text(low: datetime | None, high: datetime | None) -> str:
     """``between 10:14:07 and 10:14:09 UTC``, ``after ...``, ``before ...``: where an approximate time lies."""
     zone = timezone.get_current_timezone_name()
     if low is not None and high is not None:
-        return f"between {_shown(low, fmt)} and {_shown(high, fmt)} {zone}"
+        return f"between {_shown(low)} and {_shown(high)} {zone}"
     if low is not None:
-        return f"after {_shown(low, fmt)} {zone}"
+        return f"after {_shown(low)} {zone}"
     if high is not None:
-        return f"before {_shown(high, fmt)} {zone}"
+        return f"before {_shown(high)} {zone}"
     return "at a time the logs do not tell"
 
 
 @register.simple_tag
-def when(item, fmt: str = FULL):
+def when(item):
     """A line's time: an ``ApproximateTime`` row (evidence, node event) or an item of the diagnosis document
     (root cause, candidate, evidence). Exact: ``2026-11-02 10:14:07 UTC``. Approximate: ``~2026-11-02 10:14:07
     UTC``, focusable, with its bounds in its title and in text that hovering or focusing shows."""
@@ -50,12 +50,12 @@ def when(item, fmt: str = FULL):
     if not approx:
         if time is None:
             return ""
-        return format_html('<time datetime="{}">{} {}</time>', time.isoformat(), _shown(time, fmt), zone)
+        return format_html('<time datetime="{}">{} {}</time>', time.isoformat(), _shown(time), zone)
     bounds = bounds_text(low, high)
     if time is not None:
-        shown = f"~{_shown(time, fmt)} {zone}"
+        shown = f"~{_shown(time)} {zone}"
     elif low is not None and high is not None:
-        shown = f"~{_shown(low, fmt)} – {_shown(high, fmt)} {zone}"  # known only by the interval
+        shown = f"~{_shown(low)} – {_shown(high)} {zone}"  # known only by the interval
     else:
         shown = "time unknown"
     moment = time or low or high
