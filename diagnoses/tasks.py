@@ -19,7 +19,7 @@ BACKOFF_MAX_SECONDS = 600
 def analyse_attempt(self, attempt_id: int) -> None:
     final = self.request.retries >= settings.FAULTLINE_GATHER_RETRIES
     try:
-        analysis.attempt_analyse(attempt_id=attempt_id, final=final)
+        analysis.attempt_analyse(attempt_id=attempt_id, final=final, from_queue=True)
     except ConnectorError as exc:  # transient: retry with exponential backoff
         countdown = min(BACKOFF_MAX_SECONDS, BACKOFF_SECONDS * 2**self.request.retries)
         raise self.retry(exc=exc, countdown=countdown) from exc

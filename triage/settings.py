@@ -73,6 +73,7 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'faultline.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,  # a connection the server dropped (restart, failover) is replaced, not a 500
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -110,6 +111,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "diagnoses.tasks.reap_stuck_attempts",
         "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
     },
+    "reap-lost-batches": {
+        "task": "workbench.tasks.reap_lost_batches",
+        "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
+    },
     # Discovery: every tick, each enabled cluster whose poll is due is polled (its own interval, backoff).
     "poll-clusters": {
         "task": "diagnoses.tasks.poll_clusters",
@@ -143,6 +148,9 @@ FAULTLINE_ANALYZE_TIME_LIMIT = env_int("FAULTLINE_ANALYZE_TIME_LIMIT", 20)
 FAULTLINE_GATHER_RETRIES = env_int("FAULTLINE_GATHER_RETRIES", 5)
 FAULTLINE_STUCK_AFTER = env_int("FAULTLINE_STUCK_AFTER", CELERY_TASK_TIME_LIMIT + 60)
 FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
+# An attempt queued for longer than this with no analysis in flight (its message lost with the broker,
+# or never published) is queued again by the reaper; keep it above the longest retry backoff (600 s).
+FAULTLINE_REQUEUE_AFTER = env_int("FAULTLINE_REQUEUE_AFTER", 900)
 # The rule workbench's backtests and reanalyses: at most this many attempts, stopped after this many
 # seconds (keep it below FAULTLINE_TASK_SOFT_TIME_LIMIT).
 FAULTLINE_BATCH_MAX_ATTEMPTS = env_int("FAULTLINE_BATCH_MAX_ATTEMPTS", 2000)

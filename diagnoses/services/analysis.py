@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from connectors.base import ConnectorError
@@ -28,12 +28,18 @@ logger = logging.getLogger(__name__)
 State = Attempt.Analysis
 
 
-def attempt_analyse(*, attempt_id: int, final: bool = True) -> Diagnosis | None:
+def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = False) -> Diagnosis | None:
     """Gather, analyse and record one attempt with the active rule set. Idempotent: one diagnosis per
     attempt and rule-set revision.
 
+    The attempt is claimed first (``analysing``), in one conditional update: ``from_queue`` (a queued
+    analysis's message) claims only a ``queued`` attempt, so however many messages the broker, the
+    reaper and retries deliver, one analysis runs; a direct call claims any attempt not being analysed.
+    Returns None when the claim fails.
+
     A transient ``ConnectorError`` is raised for the caller to retry unless this is the ``final``
-    try; every other failure leaves the attempt ``failed`` with the reason, ready to be retried.
+    try (or the attempt has used its ``FAULTLINE_GATHER_RETRIES``); every other failure leaves the
+    attempt ``failed`` with the reason, ready to be retried.
     """
     attempt = Attempt.objects.select_related("cluster", "job").filter(pk=attempt_id).first()
     if attempt is None:
@@ -44,9 +50,19 @@ def attempt_analyse(*, attempt_id: int, final: bool = True) -> Diagnosis | None:
         _mark_analysed(attempt, done)
         return done
     now = timezone.now()
-    Attempt.objects.filter(pk=attempt.pk).update(
+    claimable = Attempt.objects.filter(pk=attempt.pk)
+    if from_queue:
+        claimable = claimable.filter(analysis_state=State.QUEUED)
+    else:
+        stuck = now - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
+        claimable = claimable.filter(~Q(analysis_state=State.ANALYSING) | Q(analysis_started__lt=stuck))
+    claimed = claimable.update(
         analysis_state=State.ANALYSING, analysis_started=now, state_changed=now, analysis_runs=F("analysis_runs") + 1
     )
+    if not claimed:
+        logger.info("attempt %s: not claimed (already analysing or no longer queued)", attempt.pk)
+        return None
+    final = final or attempt.analysis_runs + 1 > settings.FAULTLINE_GATHER_RETRIES
     try:
         attempt_gather(attempt=attempt)
         context = selectors.attempt_context(attempt)
@@ -156,12 +172,19 @@ def _time(value: str | None) -> datetime | None:
 
 
 def attempts_reap_stuck() -> list[int]:
-    """Re-queue attempts whose analysis outlived the time limit (their worker was lost).
+    """Re-queue attempts whose analysis outlived the time limit (their worker was lost), and those queued
+    for longer than ``FAULTLINE_REQUEUE_AFTER`` seconds with no analysis in flight (their message was
+    lost with the broker, or never published: the broker was down when they were stored). A discovered
+    attempt counts from when it is due (its end plus its cluster's gather delay).
 
-    An attempt that already used its ``FAULTLINE_MAX_ANALYSIS_RUNS`` fails instead, with the reason.
+    A re-queued attempt may still have a message in the broker: the claim (``attempt_analyse``) runs one
+    analysis whatever the number of messages. An attempt stuck in analysis that already used its
+    ``FAULTLINE_MAX_ANALYSIS_RUNS`` fails instead, with the reason.
     """
-    cutoff = timezone.now() - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
     stuck = Attempt.objects.filter(analysis_state=State.ANALYSING, analysis_started__lt=cutoff)
+    waiting = _requeue_waiting(now - timedelta(seconds=settings.FAULTLINE_REQUEUE_AFTER))
     requeued = []
     with transaction.atomic():
         for attempt in stuck.select_for_update(skip_locked=True).only("pk", "analysis_runs"):
@@ -176,4 +199,23 @@ def attempts_reap_stuck() -> list[int]:
             requeued.append(attempt.pk)
     if requeued:
         logger.warning("re-queued %d attempts stuck in analysis: %s", len(requeued), requeued)
+    return waiting + requeued
+
+
+def _requeue_waiting(cutoff: datetime) -> list[int]:
+    waiting = Attempt.objects.filter(analysis_state=State.QUEUED, state_changed__lt=cutoff)
+    requeued = []
+    with transaction.atomic():
+        for attempt in (
+            waiting.select_for_update(skip_locked=True, of=("self",))
+            .select_related("cluster")
+            .only("pk", "end", "discovery", "cluster__gather_delay")
+        ):
+            if attempt.discovery is not None and attempt.end + timedelta(seconds=attempt.cluster.gather_delay) > cutoff:
+                continue  # not due yet: its message waits for the gather delay
+            Attempt.objects.filter(pk=attempt.pk).update(state_changed=timezone.now())
+            attempt_enqueue(attempt_id=attempt.pk)
+            requeued.append(attempt.pk)
+    if requeued:
+        logger.warning("re-queued %d attempts queued with no analysis in flight: %s", len(requeued), requeued)
     return requeued
