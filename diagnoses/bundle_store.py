@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from diagnoses.columns import DoesNotFit, attempt_check
 from engine.bundle import ATTEMPT_FILE, BundleError, parse_attempt, write_bundle
 from engine.context import Attempt, AttemptContext
 from engine.limits import TooLarge, load_json
@@ -202,9 +203,11 @@ def read_attempt(bundle: Path) -> tuple[dict, Attempt]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleRejected(f"{ATTEMPT_FILE}: not valid JSON ({exc})") from None
     try:
-        return record, parse_attempt(record, where=ATTEMPT_FILE, strict=True, limits=limits)
-    except BundleError as exc:
+        parsed = parse_attempt(record, where=ATTEMPT_FILE, strict=True, limits=limits)
+        attempt_check(parsed, record)
+    except (BundleError, DoesNotFit) as exc:
         raise BundleRejected(str(exc)) from None
+    return record, parsed
 
 
 def store_context(relative: str, context: AttemptContext) -> None:

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from connectors.base import ConnectorError
 from diagnoses import selectors
-from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, NodeEvent
+from diagnoses.columns import fitted
+from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
 from engine import Analysis, to_json
@@ -33,7 +34,7 @@ def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = F
     attempt and rule-set revision.
 
     The attempt is claimed first (``analysing``), in one conditional update: ``from_queue`` (a queued
-    analysis's message) claims only a ``queued`` attempt, so however many messages the broker, the
+    analysis's message) claims only a ``queued`` (or ``received``) attempt, so however many messages the broker, the
     reaper and retries deliver, one analysis runs; a direct call claims any attempt not being analysed.
     Returns None when the claim fails.
 
@@ -51,8 +52,8 @@ def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = F
         return done
     now = timezone.now()
     claimable = Attempt.objects.filter(pk=attempt.pk)
-    if from_queue:
-        claimable = claimable.filter(analysis_state=State.QUEUED)
+    if from_queue:  # received: stored without asking for an analysis; nothing returns an attempt to it
+        claimable = claimable.filter(analysis_state__in=(State.QUEUED, State.RECEIVED))
     else:
         stuck = now - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
         claimable = claimable.filter(~Q(analysis_state=State.ANALYSING) | Q(analysis_started__lt=stuck))
@@ -123,9 +124,10 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             )
             names = {e.node for e in analysis.events} | {e["node"] for e in document["evidence"]}
             names.update(root.get("nodes", ()))
-            nodes = nodes_ensure(cluster=attempt.cluster, names=names - {None})
+            stored = nodes_ensure(cluster=attempt.cluster, names={fitted(n, Node, "name") for n in names - {None}})
+            nodes = {name: stored[fitted(name, Node, "name")] for name in names - {None}}
             if root.get("nodes"):
-                diagnosis.root_cause_nodes.set([nodes[name] for name in root["nodes"]])
+                diagnosis.root_cause_nodes.set({nodes[name] for name in root["nodes"]})
             Evidence.objects.bulk_create(
                 Evidence(
                     diagnosis=diagnosis,
@@ -133,10 +135,10 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                     role=item["role"],
                     rule=item["rule"],
                     node=nodes.get(item["node"]),
-                    source=item["source"],
+                    source=fitted(item["source"], Evidence, "source"),
                     time=_time(item["time"]),
-                    ref=item["ref"],
-                    text=item["text"],
+                    ref=fitted(item["ref"], Evidence, "ref"),
+                    text=fitted(item["text"], Evidence, "text"),
                     count=item.get("count", 1),
                 )
                 for position, item in enumerate(document["evidence"])
@@ -146,12 +148,14 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                     diagnosis=diagnosis,
                     node=nodes.get(event.node),
                     time=None if event.time is None else datetime.fromtimestamp(event.time, tz=UTC),
-                    source=event.source,
+                    source=fitted(event.source, NodeEvent, "source"),
                     kind=event.kind,
                     rule=event.rule.id,
                     role=event.role or event.rule.role,
-                    text=event.text if len(event.text) <= text_cap else event.text[:text_cap] + "…",
-                    ref=event.ref,
+                    text=fitted(
+                        event.text if len(event.text) <= text_cap else event.text[:text_cap] + "…", NodeEvent, "text"
+                    ),
+                    ref=fitted(event.ref, NodeEvent, "ref"),
                     count=event.count,
                 )
                 for event in analysis.events

@@ -25,10 +25,7 @@ def retries_run_in_process(monkeypatch):
 
 @pytest.fixture
 def attempt(make_bundle):
-    """A stored attempt whose analysis is queued (its message is the test's ``analyse_attempt.apply``)."""
-    stored = attempts.attempt_ingest_directory(path=make_bundle(), analyse=False)
-    Attempt.objects.filter(pk=stored.pk).update(analysis_state="queued")
-    return stored
+    return attempts.attempt_ingest_directory(path=make_bundle(), analyse=False)
 
 
 @pytest.fixture
@@ -297,7 +294,9 @@ def test_the_reaper_requeues_attempts_queued_too_long_with_no_analysis_in_flight
     recent = attempts.attempt_ingest_directory(path=make_bundle(job_id="2"), analyse=False)
     Attempt.objects.filter(pk=recent.pk).update(analysis_state="queued")
     long_ago = timezone.now() - timedelta(seconds=settings.FAULTLINE_REQUEUE_AFTER + 1)
-    Attempt.objects.filter(pk=attempt.pk).update(state_changed=long_ago)  # its message was lost with the broker
+    Attempt.objects.filter(pk=attempt.pk).update(
+        analysis_state="queued", state_changed=long_ago
+    )  # its message was lost with the broker
 
     with django_capture_on_commit_callbacks(execute=True):
         requeued = reap_stuck_attempts.apply().get()
