@@ -16,6 +16,6 @@ urlpatterns = [
     path("attempts/<int:pk>/bundle.tar.gz", attempts.attempt_bundle, name="attempt-bundle"),
     path("attempts/<int:pk>/evidence/<int:evidence_id>/context", attempts.evidence_context, name="evidence-context"),
     path("triage/", lists.triage_queue, name="triage-queue"),
-    path("nodes/<str:cluster>/<str:name>/", nodes.node_detail, name="node-detail"),
+    path("nodes/<str:cluster>/<path:name>/", nodes.node_detail, name="node-detail"),  # node names may hold "/"
     path("clusters/", clusters.cluster_status, name="cluster-status"),
 ]
