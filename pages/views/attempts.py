@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from diagnoses import bundle_store
 from diagnoses import selectors as diagnoses_selectors
@@ -73,6 +73,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
 
 
 @login_required
+@require_GET
 def attempt_detail(request, pk: int):
     attempt = _attempt_or_404(pk)
     context = _attempt_context(request, attempt)
@@ -80,6 +81,7 @@ def attempt_detail(request, pk: int):
 
 
 @login_required
+@require_GET
 def evidence_context(request, pk: int, evidence_id: int):
     """The bundle's lines around one piece of evidence (about 20 either side)."""
     evidence = selectors.evidence_of_attempt(attempt_id=pk, evidence_id=evidence_id)
@@ -112,6 +114,7 @@ def attempt_review(request, pk: int):
 
 
 @login_required
+@require_GET
 def attempt_diagnosis_json(request, pk: int):
     """The current diagnosis document, byte for byte as the engine wrote it."""
     attempt = _attempt_or_404(pk)
@@ -121,6 +124,7 @@ def attempt_diagnosis_json(request, pk: int):
 
 
 @login_required
+@require_GET
 def attempt_bundle(request, pk: int):
     """The attempt's bundle as a ``.tar.gz``, streamed."""
     attempt = _attempt_or_404(pk)

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils import timezone
+from django.views.decorators.http import require_GET
 
 from diagnoses.models import Diagnosis
 from engine.taxonomy import DOMAINS
@@ -19,6 +20,7 @@ DOMAIN_SERIES = [*DOMAINS, "ambiguous", "none", "not analysed"]
 
 
 @login_required
+@require_GET
 def overview(request):
     days = 7 if request.GET.get("days") == "7" else 30
     first = timezone.now().date() - timedelta(days=days - 1)
