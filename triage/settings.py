@@ -18,6 +18,23 @@ SECRET_KEY = env_secret_key("DJANGO_SECRET_KEY", VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# HTTPS (docs/operations.md, "Production settings"): cookies are Secure unless DEBUG (or told otherwise);
+# behind a TLS-terminating proxy set DJANGO_SECURE_PROXY_SSL_HEADER (e.g. HTTP_X_FORWARDED_PROTO=https),
+# and HSTS and the redirect to HTTPS where this process, not the proxy, should send them.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
+SESSION_COOKIE_HTTPONLY = CSRF_COOKIE_HTTPONLY = True  # htmx sends the CSRF token from the page, not the cookie
+_PROXY_SSL_HEADER = env_str("DJANGO_SECURE_PROXY_SSL_HEADER", "")
+SECURE_PROXY_SSL_HEADER = tuple(_PROXY_SSL_HEADER.split("=", 1)) if "=" in _PROXY_SSL_HEADER else None
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+CONTENT_SECURITY_POLICY = env_str(
+    "DJANGO_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -41,6 +58,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "triage.security.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
