@@ -212,10 +212,16 @@ def read_attempt(bundle: Path) -> tuple[dict, Attempt]:
 
 def store_context(relative: str, context: AttemptContext) -> None:
     """Write what the connectors gathered for an attempt as its bundle at ``relative`` (staged, then
-    placed). A bundle already there (another worker gathered it first) is kept."""
+    placed), each log stream and all of them capped (``FAULTLINE_GATHER_*_MAX_BYTES``; a cut is reported
+    in the bundle's sources). A bundle already there (another worker gathered it first) is kept."""
     staging = stage()
     try:
-        write_bundle(context, staging / "bundle")
+        write_bundle(
+            context,
+            staging / "bundle",
+            stream_bytes=settings.FAULTLINE_GATHER_STREAM_MAX_BYTES,
+            total_bytes=settings.FAULTLINE_GATHER_MAX_BYTES,
+        )
         try:
             place(staging / "bundle", relative)
         except OSError:

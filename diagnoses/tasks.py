@@ -9,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 
 from connectors.base import ConnectorError
-from diagnoses.services import analysis, discovery
+from diagnoses.services import analysis, discovery, retention
 
 BACKOFF_SECONDS = 10
 BACKOFF_MAX_SECONDS = 600
@@ -28,6 +28,12 @@ def analyse_attempt(self, attempt_id: int) -> None:
 @shared_task
 def reap_stuck_attempts() -> list[int]:
     return analysis.attempts_reap_stuck()
+
+
+@shared_task
+def prune_bundles() -> int:
+    """Celery beat's daily retention: remove old attempts' bundles (FAULTLINE_RETENTION_DAYS; 0 keeps all)."""
+    return len(retention.bundles_prune())
 
 
 @shared_task

@@ -129,6 +129,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "diagnoses.tasks.reap_stuck_attempts",
         "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
     },
+    "prune-bundles": {"task": "diagnoses.tasks.prune_bundles", "schedule": 24 * 3600.0},
     "reap-lost-batches": {
         "task": "workbench.tasks.reap_lost_batches",
         "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
@@ -142,12 +143,19 @@ CELERY_BEAT_SCHEDULE = {
 
 # Faultline
 FAULTLINE_BUNDLE_ROOT = Path(env_str("FAULTLINE_BUNDLE_ROOT", str(VAR_DIR / "bundles")))
+# Bundles of attempts that ended more than this many days ago are removed (beat, daily; manage.py
+# prune_bundles); diagnoses and evidence stay. 0: kept forever.
+FAULTLINE_RETENTION_DAYS = env_int("FAULTLINE_RETENTION_DAYS", 0)
 FAULTLINE_RULES_PATH = Path(env_str("FAULTLINE_RULES_PATH", str(BASE_DIR / "rules" / "packs" / "default")))
 # Uploaded bundles (.tar.gz): the largest body, and what its extraction may write.
 FAULTLINE_UPLOAD_MAX_BYTES = env_int("FAULTLINE_UPLOAD_MAX_BYTES", 256 << 20)
 FAULTLINE_BUNDLE_MAX_BYTES = env_int("FAULTLINE_BUNDLE_MAX_BYTES", 2 << 30)
 FAULTLINE_BUNDLE_MAX_FILES = env_int("FAULTLINE_BUNDLE_MAX_FILES", 10_000)
 FAULTLINE_BUNDLE_MAX_NAME = env_int("FAULTLINE_BUNDLE_MAX_NAME", 1024)  # characters of a member's path
+# Gathered bundles: each log stream, and all of them, copied up to this many bytes (their beginning
+# and end kept; the cut reported in the diagnosis's sources).
+FAULTLINE_GATHER_STREAM_MAX_BYTES = env_int("FAULTLINE_GATHER_STREAM_MAX_BYTES", 256 << 20)
+FAULTLINE_GATHER_MAX_BYTES = env_int("FAULTLINE_GATHER_MAX_BYTES", 2 << 30)
 # What the engine reads of a bundle (engine/limits.py, docs/operations.md): a longer log line is cut
 # and flagged; a larger or deeper JSON file is reported unreadable (attempt.json: refused); events and
 # series past their counts are left out and reported; more nodes or ranks are refused.
