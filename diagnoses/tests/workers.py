@@ -24,10 +24,23 @@ def database_url() -> str:
     return f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def start_worker(name: str, environment: dict, tmp_path: Path) -> subprocess.Popen:
+def start_worker(name: str, environment: dict, tmp_path: Path, *, beat: bool = True) -> subprocess.Popen:
+    """A Celery worker (solo pool), with its own beat unless ``beat`` is False."""
     log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
     command = [sys.executable, "-m", "celery", "-A", "triage", "worker", "--pool=solo", "--loglevel=INFO"]
-    command += ["-n", f"{name}@%h", "--beat", "--schedule", str(tmp_path / f"{name}-beat")]
+    command += ["-n", f"{name}@%h"]
+    if beat:
+        command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]
+    return subprocess.Popen(
+        command, cwd=BASE_DIR, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def start_beat(environment: dict, tmp_path: Path) -> subprocess.Popen:
+    """Celery beat as a process of its own (as docker-compose.yml runs it)."""
+    log = open(tmp_path / "beat.log", "wb")  # noqa: SIM115 - closed with the process
+    command = [sys.executable, "-m", "celery", "-A", "triage", "beat", "--loglevel=INFO"]
+    command += ["--schedule", str(tmp_path / "beat-schedule")]
     return subprocess.Popen(
         command, cwd=BASE_DIR, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
