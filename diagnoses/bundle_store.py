@@ -15,6 +15,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -56,6 +57,28 @@ def stage() -> Path:
     incoming = root() / ".incoming"
     incoming.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(dir=incoming))
+
+
+def staging_sweep(*, older_than: float) -> int:
+    """Remove what a killed request or worker left in the staging folder more than ``older_than`` seconds ago
+    (a live upload touches its folder as it writes). Returns the entries removed."""
+    incoming = root() / ".incoming"
+    if not incoming.is_dir():
+        return 0
+    removed = 0
+    cutoff = time.time() - older_than
+    for entry in incoming.iterdir():
+        try:
+            if entry.lstat().st_mtime >= cutoff:
+                continue
+        except FileNotFoundError:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
 
 
 def new_location() -> str:

@@ -9,9 +9,11 @@ from celery import shared_task
 from django.conf import settings
 
 from connectors.base import ConnectorError
+from diagnoses import bundle_store
 from diagnoses.services import analysis, discovery, retention
 
 BACKOFF_SECONDS = 10
+STAGING_MAX_AGE = 6 * 3600  # far longer than any upload or gathering takes
 BACKOFF_MAX_SECONDS = 600
 
 
@@ -32,7 +34,9 @@ def reap_stuck_attempts() -> list[int]:
 
 @shared_task
 def prune_bundles() -> int:
-    """Celery beat's daily retention: remove old attempts' bundles (FAULTLINE_RETENTION_DAYS; 0 keeps all)."""
+    """Celery beat's daily retention: remove old attempts' bundles (FAULTLINE_RETENTION_DAYS; 0 keeps all)
+    and what killed uploads left in the staging folder (older than STAGING_MAX_AGE)."""
+    bundle_store.staging_sweep(older_than=STAGING_MAX_AGE)
     return len(retention.bundles_prune())
 
 

@@ -59,3 +59,18 @@ def test_the_command_dry_run_removes_nothing_and_an_attempt_in_analysis_keeps_it
     Attempt.objects.filter(pk=old.pk).update(analysis_state="analysing")
     call_command("prune_bundles", "--days", "30")
     assert bundle_store.path_of(old.bundle).is_dir()
+
+
+def test_the_daily_task_sweeps_what_killed_uploads_left_in_staging(bundle_root):
+    import os
+    import time
+
+    incoming = bundle_root / ".incoming"
+    (incoming / "tmpold" / "bundle").mkdir(parents=True)
+    (incoming / "tmpnew").mkdir()
+    hours_ago = time.time() - 7 * 3600
+    os.utime(incoming / "tmpold", (hours_ago, hours_ago))
+
+    prune_bundles.apply()
+
+    assert [entry.name for entry in incoming.iterdir()] == ["tmpnew"]
