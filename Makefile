@@ -23,7 +23,7 @@ run: $(STAMP) ## Run Faultline on http://localhost:8000 with demo data (SQLite i
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py load_demo --if-empty
 	$(BIN)/python manage.py demo_login
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	DJANGO_SECURE_COOKIES=0 $(BIN)/python manage.py runserver 127.0.0.1:8000  # plain HTTP on localhost
 
 # Tests use PostgreSQL (pytest-django creates test_<name>) and Redis (the worker test's broker).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
@@ -39,6 +39,10 @@ screenshots: $(STAMP) ## Refresh the page screenshots in docs/screenshots/ (the 
 	scripts/services.sh
 	scripts/browser.sh
 	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest pages/tests/test_browser.py
+
+prod-check: $(STAMP) ## Production check: gunicorn, a worker and beat (DEBUG=0) on PostgreSQL and Redis: upload, analysis, page, static
+	scripts/services.sh
+	FAULTLINE_PROD_CHECK=1 DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest -q -p no:randomly triage/tests/test_production.py
 
 lint: $(STAMP) ## Lint: ruff (format and rules), the layers (import-linter), no import cycle, one name per thing
 	$(BIN)/ruff format --check .
@@ -57,4 +61,4 @@ bench: $(STAMP) ## Run the benchmarks (results belong in docs/performance.md)
 score: $(STAMP) ## Score the engine on ../shared/scenarios/dev and real-dev; fails below their floors (0.95, 0.85)
 	PYTHON=$(BIN)/python scripts/score.sh
 
-.PHONY: help venv run test screenshots lint bench score
+.PHONY: help venv run test screenshots prod-check lint bench score

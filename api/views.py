@@ -135,7 +135,7 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
         request=BUNDLE_BODY,
         responses={202: AttemptAcceptedSerializer, 409: OpenApiResponse(description="The attempt is already stored")},
     )
-    def create(self, request):
+    def create(self, request, format=None):  # format: the suffix (.json) DRF passes
         """Store an attempt from its bundle (.tar.gz) and queue its analysis."""
         try:
             attempt = attempts.attempt_ingest_archive(stream=bundle_stream(request))

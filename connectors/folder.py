@@ -14,6 +14,7 @@ from connectors.base import ConnectorError, DiscoveredAttempt
 from connectors.settings_reader import Settings
 from engine.bundle import ATTEMPT_FILE, BundleError, load_bundle, parse_attempt
 from engine.context import AttemptContext
+from engine.limits import DEFAULT_LIMITS, load_json
 
 
 def scan_folder(folder: str | Path, seen: Collection[str], *, settle: float, now: float) -> list[Path]:
@@ -53,7 +54,9 @@ class WatchedFolder:
     """A watched folder as a scheduler: each new complete bundle in it is one discovered attempt.
 
     Settings: ``path`` (the folder), ``settle_seconds`` (default 30), ``cluster`` (when set, a bundle
-    naming another cluster is skipped). The cursor is the JSON list of the bundle names already seen. A
+    naming another cluster is skipped). The cursor is the JSON list of the names already seen that are
+    still in the folder (a bundle removed from it is forgotten; put back, it is found again and, already
+    stored, skipped). A
     bundle whose ``attempt.json`` is unusable is seen once and listed in ``skipped``, never retried
     silently forever.
     """
@@ -73,7 +76,9 @@ class WatchedFolder:
         for bundle in scan_folder(self.path, seen, settle=self.settle, now=time.time()):
             seen.add(bundle.name)
             try:
-                attempt = parse_attempt(json.loads((bundle / ATTEMPT_FILE).read_bytes()), where=str(bundle))
+                attempt = parse_attempt(
+                    load_json((bundle / ATTEMPT_FILE).read_bytes(), DEFAULT_LIMITS), where=str(bundle)
+                )
             except (OSError, ValueError, BundleError) as exc:
                 self.skipped.append(f"{bundle}: {exc}")
                 continue
@@ -81,7 +86,9 @@ class WatchedFolder:
                 self.skipped.append(f"{bundle}: names cluster {attempt.cluster!r}; this folder is {self.cluster!r}'s")
                 continue
             found.append(DiscoveredAttempt(attempt=attempt, extra={"bundle": str(bundle)}))
-        return found, json.dumps(sorted(seen))
+        # the cursor forgets the bundles no longer in the folder: it stays as long as the folder's listing
+        present = {entry.name for entry in self.path.iterdir()}
+        return found, json.dumps(sorted(seen & present))
 
     def attempt_context(self, discovered: DiscoveredAttempt) -> AttemptContext:
         try:

@@ -15,6 +15,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from diagnoses.columns import DoesNotFit, attempt_check
 from engine.bundle import ATTEMPT_FILE, BundleError, parse_attempt, write_bundle
 from engine.context import Attempt, AttemptContext
 from engine.limits import TooLarge, load_json
@@ -55,6 +57,28 @@ def stage() -> Path:
     incoming = root() / ".incoming"
     incoming.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(dir=incoming))
+
+
+def staging_sweep(*, older_than: float) -> int:
+    """Remove what a killed request or worker left in the staging folder more than ``older_than`` seconds ago
+    (a live upload touches its folder as it writes). Returns the entries removed."""
+    incoming = root() / ".incoming"
+    if not incoming.is_dir():
+        return 0
+    removed = 0
+    cutoff = time.time() - older_than
+    for entry in incoming.iterdir():
+        try:
+            if entry.lstat().st_mtime >= cutoff:
+                continue
+        except FileNotFoundError:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
 
 
 def new_location() -> str:
@@ -202,17 +226,25 @@ def read_attempt(bundle: Path) -> tuple[dict, Attempt]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleRejected(f"{ATTEMPT_FILE}: not valid JSON ({exc})") from None
     try:
-        return record, parse_attempt(record, where=ATTEMPT_FILE, strict=True, limits=limits)
-    except BundleError as exc:
+        parsed = parse_attempt(record, where=ATTEMPT_FILE, strict=True, limits=limits)
+        attempt_check(parsed, record)
+    except (BundleError, DoesNotFit) as exc:
         raise BundleRejected(str(exc)) from None
+    return record, parsed
 
 
 def store_context(relative: str, context: AttemptContext) -> None:
     """Write what the connectors gathered for an attempt as its bundle at ``relative`` (staged, then
-    placed). A bundle already there (another worker gathered it first) is kept."""
+    placed), each log stream and all of them capped (``FAULTLINE_GATHER_*_MAX_BYTES``; a cut is reported
+    in the bundle's sources). A bundle already there (another worker gathered it first) is kept."""
     staging = stage()
     try:
-        write_bundle(context, staging / "bundle")
+        write_bundle(
+            context,
+            staging / "bundle",
+            stream_bytes=settings.FAULTLINE_GATHER_STREAM_MAX_BYTES,
+            total_bytes=settings.FAULTLINE_GATHER_MAX_BYTES,
+        )
         try:
             place(staging / "bundle", relative)
         except OSError:

@@ -161,8 +161,17 @@ def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict
         return []
     first = max(1, line - context)
     with open(file, "rb") as stream:
-        lines = islice(stream, first - 1, line + context)
+        lines = islice(_capped_lines(stream, EXCERPT_LINE_CAP * 4), first - 1, line + context)
         return [
             {"line": first + offset, "text": raw.rstrip(b"\r\n").decode("utf-8", "replace")[:EXCERPT_LINE_CAP]}
             for offset, raw in enumerate(lines)
         ]
+
+
+def _capped_lines(stream, cap: int):
+    """The stream's lines, each cut at ``cap`` bytes: the rest of a longer line is skipped, never held."""
+    while line := stream.readline(cap):
+        if not line.endswith(b"\n"):
+            while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+        yield line

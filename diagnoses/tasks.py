@@ -9,9 +9,11 @@ from celery import shared_task
 from django.conf import settings
 
 from connectors.base import ConnectorError
-from diagnoses.services import analysis, discovery
+from diagnoses import bundle_store
+from diagnoses.services import analysis, discovery, retention
 
 BACKOFF_SECONDS = 10
+STAGING_MAX_AGE = 6 * 3600  # far longer than any upload or gathering takes
 BACKOFF_MAX_SECONDS = 600
 
 
@@ -19,7 +21,7 @@ BACKOFF_MAX_SECONDS = 600
 def analyse_attempt(self, attempt_id: int) -> None:
     final = self.request.retries >= settings.FAULTLINE_GATHER_RETRIES
     try:
-        analysis.attempt_analyse(attempt_id=attempt_id, final=final)
+        analysis.attempt_analyse(attempt_id=attempt_id, final=final, from_queue=True)
     except ConnectorError as exc:  # transient: retry with exponential backoff
         countdown = min(BACKOFF_MAX_SECONDS, BACKOFF_SECONDS * 2**self.request.retries)
         raise self.retry(exc=exc, countdown=countdown) from exc
@@ -28,6 +30,14 @@ def analyse_attempt(self, attempt_id: int) -> None:
 @shared_task
 def reap_stuck_attempts() -> list[int]:
     return analysis.attempts_reap_stuck()
+
+
+@shared_task
+def prune_bundles() -> int:
+    """Celery beat's daily retention: remove old attempts' bundles (FAULTLINE_RETENTION_DAYS; 0 keeps all)
+    and what killed uploads left in the staging folder (older than STAGING_MAX_AGE)."""
+    bundle_store.staging_sweep(older_than=STAGING_MAX_AGE)
+    return len(retention.bundles_prune())
 
 
 @shared_task

@@ -20,6 +20,6 @@ urlpatterns = [
     path("attempts/<int:pk>/evidence/<int:evidence_id>/context", attempts.evidence_context, name="evidence-context"),
     path("attempts/<int:pk>/events/<int:event_id>/context", attempts.event_context, name="event-context"),
     path("triage/", lists.triage_queue, name="triage-queue"),
-    path("nodes/<str:cluster>/<str:name>/", nodes.node_detail, name="node-detail"),
+    path("nodes/<str:cluster>/<path:name>/", nodes.node_detail, name="node-detail"),  # node names may hold "/"
     path("clusters/", clusters.cluster_status, name="cluster-status"),
 ]

@@ -18,6 +18,23 @@ SECRET_KEY = env_secret_key("DJANGO_SECRET_KEY", VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# HTTPS (docs/operations.md, "Production settings"): cookies are Secure unless DEBUG (or told otherwise);
+# behind a TLS-terminating proxy set DJANGO_SECURE_PROXY_SSL_HEADER (e.g. HTTP_X_FORWARDED_PROTO=https),
+# and HSTS and the redirect to HTTPS where this process, not the proxy, should send them.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
+SESSION_COOKIE_HTTPONLY = CSRF_COOKIE_HTTPONLY = True  # htmx sends the CSRF token from the page, not the cookie
+_PROXY_SSL_HEADER = env_str("DJANGO_SECURE_PROXY_SSL_HEADER", "")
+SECURE_PROXY_SSL_HEADER = tuple(_PROXY_SSL_HEADER.split("=", 1)) if "=" in _PROXY_SSL_HEADER else None
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+CONTENT_SECURITY_POLICY = env_str(
+    "DJANGO_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -41,6 +58,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "triage.security.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -73,6 +91,7 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'faultline.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,  # a connection the server dropped (restart, failover) is replaced, not a 500
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -110,6 +129,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "diagnoses.tasks.reap_stuck_attempts",
         "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
     },
+    "prune-bundles": {"task": "diagnoses.tasks.prune_bundles", "schedule": 24 * 3600.0},
+    "reap-lost-batches": {
+        "task": "workbench.tasks.reap_lost_batches",
+        "schedule": float(env_int("FAULTLINE_REAPER_INTERVAL", 60)),
+    },
     # Discovery: every tick, each enabled cluster whose poll is due is polled (its own interval, backoff).
     "poll-clusters": {
         "task": "diagnoses.tasks.poll_clusters",
@@ -119,12 +143,19 @@ CELERY_BEAT_SCHEDULE = {
 
 # Faultline
 FAULTLINE_BUNDLE_ROOT = Path(env_str("FAULTLINE_BUNDLE_ROOT", str(VAR_DIR / "bundles")))
+# Bundles of attempts that ended more than this many days ago are removed (beat, daily; manage.py
+# prune_bundles); diagnoses and evidence stay. 0: kept forever.
+FAULTLINE_RETENTION_DAYS = env_int("FAULTLINE_RETENTION_DAYS", 0)
 FAULTLINE_RULES_PATH = Path(env_str("FAULTLINE_RULES_PATH", str(BASE_DIR / "rules" / "packs" / "default")))
 # Uploaded bundles (.tar.gz): the largest body, and what its extraction may write.
 FAULTLINE_UPLOAD_MAX_BYTES = env_int("FAULTLINE_UPLOAD_MAX_BYTES", 256 << 20)
 FAULTLINE_BUNDLE_MAX_BYTES = env_int("FAULTLINE_BUNDLE_MAX_BYTES", 2 << 30)
 FAULTLINE_BUNDLE_MAX_FILES = env_int("FAULTLINE_BUNDLE_MAX_FILES", 10_000)
 FAULTLINE_BUNDLE_MAX_NAME = env_int("FAULTLINE_BUNDLE_MAX_NAME", 1024)  # characters of a member's path
+# Gathered bundles: each log stream, and all of them, copied up to this many bytes (their beginning
+# and end kept; the cut reported in the diagnosis's sources).
+FAULTLINE_GATHER_STREAM_MAX_BYTES = env_int("FAULTLINE_GATHER_STREAM_MAX_BYTES", 256 << 20)
+FAULTLINE_GATHER_MAX_BYTES = env_int("FAULTLINE_GATHER_MAX_BYTES", 2 << 30)
 # What the engine reads of a bundle (engine/limits.py, docs/operations.md): a longer log line is cut
 # and flagged; a larger or deeper JSON file is reported unreadable (attempt.json: refused); events and
 # series past their counts are left out and reported; more nodes or ranks are refused.
@@ -143,6 +174,9 @@ FAULTLINE_ANALYZE_TIME_LIMIT = env_int("FAULTLINE_ANALYZE_TIME_LIMIT", 20)
 FAULTLINE_GATHER_RETRIES = env_int("FAULTLINE_GATHER_RETRIES", 5)
 FAULTLINE_STUCK_AFTER = env_int("FAULTLINE_STUCK_AFTER", CELERY_TASK_TIME_LIMIT + 60)
 FAULTLINE_MAX_ANALYSIS_RUNS = env_int("FAULTLINE_MAX_ANALYSIS_RUNS", 3)
+# An attempt queued for longer than this with no analysis in flight (its message lost with the broker,
+# or never published) is queued again by the reaper; keep it above the longest retry backoff (600 s).
+FAULTLINE_REQUEUE_AFTER = env_int("FAULTLINE_REQUEUE_AFTER", 900)
 # The rule workbench's backtests and reanalyses: at most this many attempts, stopped after this many
 # seconds (keep it below FAULTLINE_TASK_SOFT_TIME_LIMIT).
 FAULTLINE_BATCH_MAX_ATTEMPTS = env_int("FAULTLINE_BATCH_MAX_ATTEMPTS", 2000)

@@ -54,6 +54,21 @@ def test_a_watched_folder_discovers_each_bundle_once_and_skips_bad_ones(tmp_path
     assert folder.discover(cursor)[0] == []
 
 
+def test_the_cursor_forgets_bundles_removed_from_the_folder(tmp_path, write_bundle):
+    import shutil
+
+    for name in ("a", "b", "c"):
+        bundle(write_bundle, tmp_path, name)
+    folder = WatchedFolder("drop", {"path": str(tmp_path), "settle_seconds": 0})
+    _, cursor = folder.discover(None)
+    shutil.rmtree(tmp_path / "a")
+    shutil.rmtree(tmp_path / "b")
+
+    found, cursor = folder.discover(cursor)
+
+    assert (found, json.loads(cursor)) == ([], ["c"])
+
+
 def test_a_watched_folder_of_one_cluster_skips_bundles_naming_another(tmp_path, write_bundle):
     bundle(write_bundle, tmp_path, "a")
     folder = WatchedFolder("drop", {"path": str(tmp_path), "settle_seconds": 0, "cluster": "lab"})

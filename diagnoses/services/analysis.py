@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from connectors.base import ConnectorError
 from diagnoses import selectors
-from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, NodeEvent
+from diagnoses.columns import fitted
+from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
 from diagnoses.services.verdicts import attempt_verdict_update
@@ -29,12 +30,18 @@ logger = logging.getLogger(__name__)
 State = Attempt.Analysis
 
 
-def attempt_analyse(*, attempt_id: int, final: bool = True) -> Diagnosis | None:
+def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = False) -> Diagnosis | None:
     """Gather, analyse and record one attempt with the active rule set. Idempotent: one diagnosis per
     attempt and rule-set revision.
 
+    The attempt is claimed first (``analysing``), in one conditional update: ``from_queue`` (a queued
+    analysis's message) claims only a ``queued`` (or ``received``) attempt, so however many messages the broker, the
+    reaper and retries deliver, one analysis runs; a direct call claims any attempt not being analysed.
+    Returns None when the claim fails.
+
     A transient ``ConnectorError`` is raised for the caller to retry unless this is the ``final``
-    try; every other failure leaves the attempt ``failed`` with the reason, ready to be retried.
+    try (or the attempt has used its ``FAULTLINE_GATHER_RETRIES``); every other failure leaves the
+    attempt ``failed`` with the reason, ready to be retried.
     """
     attempt = Attempt.objects.select_related("cluster", "job").filter(pk=attempt_id).first()
     if attempt is None:
@@ -45,9 +52,19 @@ def attempt_analyse(*, attempt_id: int, final: bool = True) -> Diagnosis | None:
         _mark_analysed(attempt, done)
         return done
     now = timezone.now()
-    Attempt.objects.filter(pk=attempt.pk).update(
+    claimable = Attempt.objects.filter(pk=attempt.pk)
+    if from_queue:  # received: stored without asking for an analysis; nothing returns an attempt to it
+        claimable = claimable.filter(analysis_state__in=(State.QUEUED, State.RECEIVED))
+    else:
+        stuck = now - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
+        claimable = claimable.filter(~Q(analysis_state=State.ANALYSING) | Q(analysis_started__lt=stuck))
+    claimed = claimable.update(
         analysis_state=State.ANALYSING, analysis_started=now, state_changed=now, analysis_runs=F("analysis_runs") + 1
     )
+    if not claimed:
+        logger.info("attempt %s: not claimed (already analysing or no longer queued)", attempt.pk)
+        return None
+    final = final or attempt.analysis_runs + 1 > settings.FAULTLINE_GATHER_RETRIES
     try:
         attempt_gather(attempt=attempt)
         context = selectors.attempt_context(attempt)
@@ -111,9 +128,10 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             )
             names = {e.node for e in analysis.events} | {e["node"] for e in document["evidence"]}
             names.update(root.get("nodes", ()))
-            nodes = nodes_ensure(cluster=attempt.cluster, names=names - {None})
+            stored = nodes_ensure(cluster=attempt.cluster, names={fitted(n, Node, "name") for n in names - {None}})
+            nodes = {name: stored[fitted(name, Node, "name")] for name in names - {None}}
             if root.get("nodes"):
-                diagnosis.root_cause_nodes.set([nodes[name] for name in root["nodes"]])
+                diagnosis.root_cause_nodes.set({nodes[name] for name in root["nodes"]})
             Evidence.objects.bulk_create(
                 Evidence(
                     diagnosis=diagnosis,
@@ -121,11 +139,11 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                     role=item["role"],
                     rule=item["rule"],
                     node=nodes.get(item["node"]),
-                    source=item["source"],
+                    source=fitted(item["source"], Evidence, "source"),
                     time=_time(item["time"]),
                     **(_bounds(*map(_time, item["time_bounds"])) if item.get("time_approx") else {}),
-                    ref=item["ref"],
-                    text=item["text"],
+                    ref=fitted(item["ref"], Evidence, "ref"),
+                    text=fitted(item["text"], Evidence, "text"),
                     count=item.get("count", 1),
                 )
                 for position, item in enumerate(document["evidence"])
@@ -136,12 +154,14 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                     node=nodes.get(event.node),
                     time=_moment(event.time),
                     **({} if event.exact else _bounds(_moment(event.low), _moment(event.high))),
-                    source=event.source,
+                    source=fitted(event.source, NodeEvent, "source"),
                     kind=event.kind,
                     rule=event.rule.id,
                     role=event.role or event.rule.role,
-                    text=event.text if len(event.text) <= text_cap else event.text[:text_cap] + "…",
-                    ref=event.ref,
+                    text=fitted(
+                        event.text if len(event.text) <= text_cap else event.text[:text_cap] + "…", NodeEvent, "text"
+                    ),
+                    ref=fitted(event.ref, NodeEvent, "ref"),
                     count=event.count,
                 )
                 for event in analysis.events
@@ -171,12 +191,19 @@ def _bounds(low: datetime | None, high: datetime | None) -> dict:
 
 
 def attempts_reap_stuck() -> list[int]:
-    """Re-queue attempts whose analysis outlived the time limit (their worker was lost).
+    """Re-queue attempts whose analysis outlived the time limit (their worker was lost), and those queued
+    for longer than ``FAULTLINE_REQUEUE_AFTER`` seconds with no analysis in flight (their message was
+    lost with the broker, or never published: the broker was down when they were stored). A discovered
+    attempt counts from when it is due (its end plus its cluster's gather delay).
 
-    An attempt that already used its ``FAULTLINE_MAX_ANALYSIS_RUNS`` fails instead, with the reason.
+    A re-queued attempt may still have a message in the broker: the claim (``attempt_analyse``) runs one
+    analysis whatever the number of messages. An attempt stuck in analysis that already used its
+    ``FAULTLINE_MAX_ANALYSIS_RUNS`` fails instead, with the reason.
     """
-    cutoff = timezone.now() - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
     stuck = Attempt.objects.filter(analysis_state=State.ANALYSING, analysis_started__lt=cutoff)
+    waiting = _requeue_waiting(now - timedelta(seconds=settings.FAULTLINE_REQUEUE_AFTER))
     requeued = []
     with transaction.atomic():
         for attempt in stuck.select_for_update(skip_locked=True).only("pk", "analysis_runs"):
@@ -191,4 +218,23 @@ def attempts_reap_stuck() -> list[int]:
             requeued.append(attempt.pk)
     if requeued:
         logger.warning("re-queued %d attempts stuck in analysis: %s", len(requeued), requeued)
+    return waiting + requeued
+
+
+def _requeue_waiting(cutoff: datetime) -> list[int]:
+    waiting = Attempt.objects.filter(analysis_state=State.QUEUED, state_changed__lt=cutoff)
+    requeued = []
+    with transaction.atomic():
+        for attempt in (
+            waiting.select_for_update(skip_locked=True, of=("self",))
+            .select_related("cluster")
+            .only("pk", "end", "discovery", "cluster__gather_delay")
+        ):
+            if attempt.discovery is not None and attempt.end + timedelta(seconds=attempt.cluster.gather_delay) > cutoff:
+                continue  # not due yet: its message waits for the gather delay
+            Attempt.objects.filter(pk=attempt.pk).update(state_changed=timezone.now())
+            attempt_enqueue(attempt_id=attempt.pk)
+            requeued.append(attempt.pk)
+    if requeued:
+        logger.warning("re-queued %d attempts queued with no analysis in flight: %s", len(requeued), requeued)
     return requeued

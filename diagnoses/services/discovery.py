@@ -15,6 +15,7 @@ from connectors.base import DiscoveredAttempt
 from connectors.gather import failure_report
 from diagnoses import bundle_store
 from diagnoses.cluster_connectors import backoff_seconds, scheduler_of
+from diagnoses.columns import DoesNotFit, attempt_check
 from diagnoses.models import Attempt, Cluster
 from diagnoses.services.attempts import DuplicateAttempt, attempt_create, attempt_enqueue
 from engine.bundle import attempt_document
@@ -116,10 +117,16 @@ def _attempts_store_discovered(*, cluster: Cluster, found: list[DiscoveredAttemp
         if parsed.cluster != cluster.name:
             skipped.append(f"job {parsed.job_id}: the scheduler named cluster {parsed.cluster!r}; not stored")
             continue
+        record = attempt_document(parsed)
+        try:
+            attempt_check(parsed, record, where=f"job {parsed.job_id[:100]}")
+        except DoesNotFit as exc:
+            skipped.append(f"{exc}; not stored")
+            continue
         try:
             attempt = attempt_create(
                 parsed=parsed,
-                record=attempt_document(parsed),
+                record=record,
                 location=bundle_store.new_location(),
                 analyse=True,
                 discovery=dict(discovered.extra),

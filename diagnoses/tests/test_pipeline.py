@@ -268,3 +268,72 @@ def test_an_attempt_whose_analysis_failed_is_gathered_again_into_a_new_bundle(
 def test_an_uploaded_attempt_has_nothing_to_gather_again(attempt):
     with pytest.raises(gathering.GatherRefused, match="came as a bundle"):
         gathering.attempt_gather_again(attempt=attempt)
+
+
+def test_a_queued_analysis_is_claimed_once_however_many_messages_arrive(attempt):
+    for _ in range(3):  # the first message, a redelivery, the reaper's
+        analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.analysis_runs) == ("analysed", 1)
+    assert attempt.diagnoses.count() == 1
+
+
+def test_a_message_for_an_attempt_being_analysed_runs_nothing(attempt):
+    Attempt.objects.filter(pk=attempt.pk).update(analysis_state="analysing", analysis_started=timezone.now())
+
+    analyse_attempt.apply(args=[attempt.pk])
+
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.analysis_runs, attempt.diagnoses.count()) == ("analysing", 0, 0)
+
+
+def test_the_reaper_requeues_attempts_queued_too_long_with_no_analysis_in_flight(
+    attempt, make_bundle, settings, django_capture_on_commit_callbacks
+):
+    recent = attempts.attempt_ingest_directory(path=make_bundle(job_id="2"), analyse=False)
+    Attempt.objects.filter(pk=recent.pk).update(analysis_state="queued")
+    long_ago = timezone.now() - timedelta(seconds=settings.FAULTLINE_REQUEUE_AFTER + 1)
+    Attempt.objects.filter(pk=attempt.pk).update(
+        analysis_state="queued", state_changed=long_ago
+    )  # its message was lost with the broker
+
+    with django_capture_on_commit_callbacks(execute=True):
+        requeued = reap_stuck_attempts.apply().get()
+
+    assert requeued == [attempt.pk]
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.analysis_runs) == ("analysed", 1)
+    recent.refresh_from_db()
+    assert recent.analysis_state == "queued"
+
+
+def test_the_reaper_leaves_a_discovered_attempt_waiting_for_its_gather_delay(discovered, settings):
+    long_ago = timezone.now() - timedelta(seconds=settings.FAULTLINE_REQUEUE_AFTER + 1)
+    Cluster.objects.filter(pk=discovered.cluster_id).update(gather_delay=10**6)
+    Attempt.objects.filter(pk=discovered.pk).update(state_changed=long_ago, end=timezone.now())
+
+    assert reap_stuck_attempts.apply().get() == []
+
+    Cluster.objects.filter(pk=discovered.cluster_id).update(gather_delay=0)
+    Attempt.objects.filter(pk=discovered.pk).update(end=long_ago)
+    assert reap_stuck_attempts.apply().get() == [discovered.pk]
+
+
+@pytest.mark.usefixtures("retries_run_in_process")
+def test_transient_errors_stop_after_the_gathering_retries_whoever_sent_the_message(discovered, monkeypatch, settings):
+    settings.FAULTLINE_GATHER_RETRIES = 2
+    Attempt.objects.filter(pk=discovered.pk).update(analysis_runs=2)  # two tries already, from earlier messages
+    calls = []
+
+    def down(*, attempt):
+        calls.append(attempt.pk)
+        raise ConnectorError("connection refused")
+
+    monkeypatch.setattr(analysis, "attempt_gather", down)
+
+    analyse_attempt.apply(args=[discovered.pk])  # a fresh message (retries 0), e.g. the reaper's
+
+    discovered.refresh_from_db()
+    assert len(calls) == 1
+    assert (discovered.analysis_state, discovered.analysis_runs) == ("failed", 3)

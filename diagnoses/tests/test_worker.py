@@ -5,7 +5,6 @@ Needs PostgreSQL (the worker and this test share the test database) and Redis (t
 """
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from django.db import connection
 from django.db.models import Count
 
 from diagnoses.models import Attempt
-from diagnoses.tests.workers import database_url, start_worker, wait_for
+from diagnoses.tests.workers import database_url, kill, start_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -56,8 +55,7 @@ def test_a_worker_killed_mid_task_loses_no_attempt(make_bundle, environment, tmp
             return running if done >= 3 and running else None
 
         running = wait_for(mid_run, 60, "the first worker to be analysing its fourth attempt")
-        os.kill(workers[0].pid, signal.SIGKILL)
-        workers[0].wait()
+        kill(workers[0])  # the worker and its beat
         running.refresh_from_db()
         assert running.analysis_state == "analysing", "the worker was to be killed in the middle of a task"
         assert Attempt.objects.filter(analysis_state="analysed").count() < ATTEMPTS
@@ -70,8 +68,7 @@ def test_a_worker_killed_mid_task_loses_no_attempt(make_bundle, environment, tmp
         )
     finally:
         for worker in workers:
-            worker.kill()
-            worker.wait()
+            kill(worker)
 
     counts = Attempt.objects.annotate(n=Count("diagnoses")).values_list("n", flat=True)
     assert list(counts) == [1] * ATTEMPTS

@@ -137,10 +137,9 @@ def _rank_map(data: dict, nodes: tuple[str, ...], where: str, most: int) -> Mapp
             raise BundleError(too_many.format("'ranks'"))
         mapping = {}
         for rank, node in ranks.items():
-            try:
-                number = int(rank) if len(rank) <= 20 else -1
-            except ValueError:
-                raise BundleError(f"{where}: field 'ranks': {rank!r} is not a rank number") from None
+            if not (rank.isascii() and rank.isdigit()) or len(rank) > 18:
+                raise BundleError(f"{where}: field 'ranks': {rank[:40]!r} is not a rank number")
+            number = int(rank)
             if not isinstance(node, str) or not node:
                 raise BundleError(f"{where}: field 'ranks': rank {rank} must map to a node name")
             mapping[number] = node

@@ -18,17 +18,42 @@ from pathlib import Path, PurePosixPath
 
 from engine.bundle.query_range import node_from_labels
 from engine.bundle.reader import ATTEMPT_FILE, FLIGHT_RECORDER, LOG_SUFFIXES, SOURCES_FILE, BundleError
-from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, TaskRanks, TraceFile
+from engine.context import (
+    Attempt,
+    AttemptContext,
+    LogStream,
+    MetricSeries,
+    SchedulerEvent,
+    SourceReport,
+    TaskRanks,
+    TraceFile,
+)
 
 CHUNK = 1 << 20
 
 
-def write_bundle(context: AttemptContext, destination: Path) -> None:
-    """Write ``context`` into ``destination``, a directory that must not exist yet."""
+def write_bundle(
+    context: AttemptContext, destination: Path, *, stream_bytes: int | None = None, total_bytes: int | None = None
+) -> None:
+    """Write ``context`` into ``destination``, a directory that must not exist yet.
+
+    A log stream is copied up to ``stream_bytes``, and all of them up to ``total_bytes``: a longer stream
+    keeps its beginning and its end (where a failure shows) around a marker line, and the cut is reported
+    in ``sources.json`` (so in the diagnosis's sources)."""
     destination.mkdir(parents=True)
     _write_json(destination / ATTEMPT_FILE, attempt_document(context.attempt))
+    reports = list(context.reports)
+    left = total_bytes
     for stream in context.streams:
-        _append_stream(stream, destination / _stream_file(stream))
+        bounds = [bound for bound in (stream_bytes, left) if bound is not None]
+        cap = min(bounds) if bounds else None
+        written, cut = _append_stream(stream, destination / _stream_file(stream), cap)
+        if left is not None:
+            left = max(0, left - written)
+        if cut:
+            why = "the per-stream limit" if cap == stream_bytes else "the per-attempt limit"
+            detail = f"{stream.ref}: {cut:,} bytes left out ({why}, {cap:,} bytes)"
+            reports.append(SourceReport(name=stream.name, kind=stream.kind, status="partial", detail=detail))
     events: dict[str, list[dict]] = defaultdict(list)
     for event in context.events:
         events[_file_of(event.ref, ":", "events", event.source)].append(_event_document(event))
@@ -41,10 +66,10 @@ def write_bundle(context: AttemptContext, destination: Path) -> None:
         _write_json(destination / file, {"status": "success", "data": {"resultType": "matrix", "result": result}})
     for trace in context.flight_recorder:
         _write_trace(trace, destination / FLIGHT_RECORDER / _safe(trace.name))
-    if context.reports:
+    if reports:
         _write_json(
             destination / SOURCES_FILE,
-            [{"name": r.name, "kind": r.kind, "status": r.status, "detail": r.detail} for r in context.reports],
+            [{"name": r.name, "kind": r.kind, "status": r.status, "detail": r.detail} for r in reports],
         )
 
 
@@ -98,7 +123,8 @@ def _stream_file(stream: LogStream) -> str:
     return "/".join((*folder, f"{_safe(stream.name)}.log"))
 
 
-def _append_stream(stream: LogStream, path: Path) -> None:
+def _append_stream(stream: LogStream, path: Path, cap: int | None) -> tuple[int, int]:
+    """Copy the stream (at most ``cap`` bytes: its first and last halves); (bytes written, bytes left out)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with stream.opener() as source, open(path, "ab") as out:
         if out.tell() > 0:  # a second stream into the same file starts on a line of its own
@@ -106,7 +132,32 @@ def _append_stream(stream: LogStream, path: Path) -> None:
                 written.seek(-1, 2)
                 if written.read(1) != b"\n":
                     out.write(b"\n")
-        shutil.copyfileobj(source, out, CHUNK)
+        if cap is None:
+            shutil.copyfileobj(source, out, CHUNK)
+            return out.tell(), 0
+        start = out.tell()
+        head = _copy(source, out, cap // 2 if source.seekable() else cap)
+        if not source.seekable():  # the beginning only; what follows is counted
+            rest = 0
+            while chunk := source.read(CHUNK):
+                rest += len(chunk)
+            return out.tell() - start, rest
+        here, size = source.tell(), source.seek(0, 2)
+        if size - here <= cap - head:
+            source.seek(here)
+            _copy(source, out, cap - head)
+            return out.tell() - start, 0
+        source.seek(size - (cap - head))
+        out.write(b"\n[faultline: %d bytes left out here]\n" % (size - cap))
+        return head + _copy(source, out, cap - head), size - cap
+
+
+def _copy(source, out, most: int) -> int:
+    copied = 0
+    while copied < most and (chunk := source.read(min(CHUNK, most - copied))):
+        out.write(chunk)
+        copied += len(chunk)
+    return copied
 
 
 def _write_trace(trace: TraceFile, path: Path) -> None:

@@ -4,6 +4,7 @@ suite. The tests of the other packages reach it through the root conftest's fixt
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -148,3 +149,16 @@ def _stamp(moment: datetime) -> str:
 
 def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Unseekable(io.RawIOBase):
+    """A stream of ``data`` that cannot seek (a pipe, a socket)."""
+
+    def __init__(self, data: bytes):
+        self.data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self.data.readinto(buffer)

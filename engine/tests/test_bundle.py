@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 
@@ -9,6 +10,7 @@ import pytest
 
 from engine.bundle import SOURCES_FILE, load_bundle, write_bundle
 from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, SourceReport
+from engine.tests.bundles import Unseekable
 
 START = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
 ATTEMPT = Attempt(
@@ -169,3 +171,32 @@ def test_events_and_series_past_the_limits_are_left_out_and_reported(tmp_path):
     assert reports["deep"][0] == reports["big"][0] == "unreadable"
     assert "nested deeper than 32 levels" in reports["deep"][1]
     assert "larger than 32,768 bytes" in reports["big"][1]
+
+
+@pytest.mark.parametrize("seekable", [True, False])
+def test_a_gathered_stream_past_its_limit_keeps_its_ends_and_the_cut_is_reported(tmp_path, seekable):
+    lines = b"".join(b"line %04d\n" % i for i in range(1000))  # 10,000 bytes
+    opener = (lambda: io.BytesIO(lines)) if seekable else (lambda: io.BufferedReader(Unseekable(lines)))
+    streams = (
+        LogStream("logs/node01/syslog.log", "syslog", "node01", opener),
+        LogStream("logs/node02/syslog.log", "syslog", "node02", lambda: io.BytesIO(lines)),
+    )
+    context = AttemptContext(attempt=ATTEMPT, streams=streams)
+
+    write_bundle(context, tmp_path / "b", stream_bytes=2000, total_bytes=3000)
+
+    first = (tmp_path / "b" / "logs" / "node01" / "syslog.log").read_bytes()
+    second = (tmp_path / "b" / "logs" / "node02" / "syslog.log").read_bytes()
+    if seekable:
+        assert first.startswith(lines[:1000])
+        assert first.endswith(lines[-1000:])
+        assert b"[faultline: 8000 bytes left out here]" in first
+    else:
+        assert first == lines[:2000]
+    assert second.startswith(lines[:500])
+    assert second.endswith(lines[-500:])
+    reports = {r.detail for r in load_bundle(tmp_path / "b").reports}
+    assert reports == {
+        "logs/node01/syslog.log: 8,000 bytes left out (the per-stream limit, 2,000 bytes)",
+        "logs/node02/syslog.log: 9,000 bytes left out (the per-attempt limit, 1,000 bytes)",
+    }

@@ -14,7 +14,7 @@ from engine.extract import Extractor
 from engine.limits import Limits
 from engine.prefilter import Prefilter, loosen
 from engine.report import build
-from engine.tests.bundles import query_range, write_bundle
+from engine.tests.bundles import Unseekable, query_range, write_bundle
 
 RULES = """
 rules:
@@ -246,7 +246,7 @@ def test_a_line_past_the_limit_is_cut_and_flagged_and_the_rest_of_the_stream_is_
     context = load_bundle(write_bundle(tmp_path, logs={"node01/syslog.log": [line, "x" * 300, after]}))
     if not seekable:
         stream = context.streams[0]
-        unseekable = replace(stream, opener=lambda: io.BufferedReader(_Unseekable(stream.opener().read())))
+        unseekable = replace(stream, opener=lambda: io.BufferedReader(Unseekable(stream.opener().read())))
         context = replace(context, streams=(unseekable,))
     extractor = Extractor(parse_ruleset([("t.yaml", RULES)]))
     events, stats = extractor.extract(context, limits=Limits(line_bytes=512))
@@ -295,17 +295,6 @@ def test_the_interrupt_hook_stops_the_scan_between_blocks(tmp_path, monkeypatch)
 
 class PastTheLimit(Exception):
     pass
-
-
-class _Unseekable(io.RawIOBase):
-    def __init__(self, data: bytes):
-        self.data = io.BytesIO(data)
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        return self.data.readinto(buffer)
 
 
 def test_an_unreadable_stream_is_reported_not_fatal(tmp_path):

@@ -133,6 +133,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
 
 
 @login_required
+@require_GET
 def attempt_detail(request, pk: int):
     attempt = _attempt_or_404(pk)
     context = _attempt_context(request, attempt)
@@ -140,12 +141,14 @@ def attempt_detail(request, pk: int):
 
 
 @login_required
+@require_GET
 def evidence_context(request, pk: int, evidence_id: int):
     """The bundle's lines around one piece of evidence (about 20 either side)."""
     return _line_context(request, selectors.evidence_of_attempt(attempt_id=pk, evidence_id=evidence_id))
 
 
 @login_required
+@require_GET
 def event_context(request, pk: int, event_id: int):
     """The bundle's lines around a timeline event that no evidence row shows."""
     return _line_context(request, selectors.event_of_attempt(attempt_id=pk, event_id=event_id))
@@ -219,6 +222,7 @@ def review_subdomains(request):
 
 
 @login_required
+@require_GET
 def attempt_diagnosis_json(request, pk: int):
     """The current diagnosis document, byte for byte as the engine wrote it."""
     attempt = _attempt_or_404(pk)
@@ -228,9 +232,12 @@ def attempt_diagnosis_json(request, pk: int):
 
 
 @login_required
+@require_GET
 def attempt_bundle(request, pk: int):
     """The attempt's bundle as a ``.tar.gz``, streamed."""
     attempt = _attempt_or_404(pk)
+    if not bundle_store.path_of(attempt.bundle).is_dir():
+        raise Http404("this attempt's bundle is not stored (not gathered yet, or removed after the retention period)")
     name = f"{attempt.cluster.name}-{attempt.job.job_id}-{attempt.number}"
     response = StreamingHttpResponse(bundle_store.archive_stream(attempt.bundle, name), content_type="application/gzip")
     response["Content-Disposition"] = f'attachment; filename="{name}.tar.gz"'

@@ -2,6 +2,7 @@
 
 from django.contrib.auth.decorators import login_required
 from django.utils import timezone
+from django.views.decorators.http import require_GET
 
 from diagnoses import selectors
 from web.htmx import render_page
@@ -19,6 +20,7 @@ STATES = {
 
 
 @login_required
+@require_GET
 def cluster_status(request):
     """The full page, or (for htmx's periodic refresh) the table it includes."""
     now = timezone.now()

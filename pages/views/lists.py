@@ -2,6 +2,7 @@
 (ambiguous and unattributed attempts nobody reviewed yet, and the recently reviewed)."""
 
 from django.contrib.auth.decorators import login_required
+from django.views.decorators.http import require_GET
 
 from diagnoses.filters import NONE, AttemptFilter
 from diagnoses.models import Diagnosis
@@ -15,6 +16,7 @@ PAGE_SIZE = 50
 
 
 @login_required
+@require_GET
 def job_list(request):
     filters = AttemptFilter(request.GET, queryset=selectors.attempt_table())
     sort = request.GET.get("sort", "")
@@ -33,6 +35,7 @@ def job_list(request):
 
 
 @login_required
+@require_GET
 def triage_queue(request):
     tab = "reviewed" if request.GET.get("tab") == "reviewed" else "open"
     if tab == "open":

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.utils import timezone
+from django.views.decorators.http import require_GET
 
 from pages import paging, selectors
 from pages.views import cursor
@@ -26,6 +27,7 @@ ROLES = [  # the filter of the node's other events: (value, label)
 
 
 @login_required
+@require_GET
 def node_detail(request, cluster: str, name: str):
     node = selectors.node_find(cluster=cluster, name=name)
     if node is None:

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.http import require_GET
 
 from diagnoses.filters import NONE
 from diagnoses.models import Diagnosis
@@ -22,6 +23,7 @@ DOMAIN_SERIES = [*DOMAINS, "ambiguous", "none", "not analysed"]
 
 
 @login_required
+@require_GET
 def overview(request):
     days = 7 if request.GET.get("days") == "7" else 30
     first = timezone.now().date() - timedelta(days=days - 1)

@@ -117,8 +117,8 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
     return {key: values[key] for key in names}
 
 
-def project_urls(stored: dict) -> list[str]:
-    """A URL for every pattern outside the admin (each format-suffix variant too), and the extra queries."""
+def named_urls(stored: dict) -> list[tuple[str, str]]:
+    """(``namespace:name``, URL) of every pattern outside the admin (each format-suffix variant too)."""
     urls = []
 
     def walk(patterns, namespace=None):
@@ -131,14 +131,22 @@ def project_urls(stored: dict) -> list[str]:
             route = pattern.pattern
             names = list(getattr(route, "converters", {}) or route.regex.groupindex)
             full = f"{namespace}:{pattern.name}" if namespace else pattern.name
-            url = reverse(full, kwargs=kwargs_for(namespace, pattern.name, names, stored))
-            urls.append(url)
-            for query in QUERIES.get((namespace, pattern.name), []):
-                urls.append(url + query.format(
-                    attempt=stored["attempt"].pk, discovered=stored["discovered"].pk, ref=stored["evidence"].ref
-                ))  # fmt: skip
+            urls.append((full, reverse(full, kwargs=kwargs_for(namespace, pattern.name, names, stored))))
 
     walk(get_resolver().url_patterns)
+    return urls
+
+
+def project_urls(stored: dict) -> list[str]:
+    """A URL for every pattern outside the admin (each format-suffix variant too), and the extra queries."""
+    urls = []
+    for full, url in named_urls(stored):
+        urls.append(url)
+        namespace, _, name = full.rpartition(":")
+        for query in QUERIES.get((namespace or None, name), []):
+            urls.append(url + query.format(
+                attempt=stored["attempt"].pk, discovered=stored["discovered"].pk, ref=stored["evidence"].ref
+            ))  # fmt: skip
     return urls
 
 

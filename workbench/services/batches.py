@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connections, transaction
@@ -91,6 +92,36 @@ def batch_execute_in_thread(*, run_id: int) -> threading.Thread:
     return thread
 
 
+def batches_reap_lost() -> list[int]:
+    """Runs whose message or worker was lost: a run queued for longer than ``FAULTLINE_REQUEUE_AFTER``
+    seconds is enqueued again (its claim makes it run once); a run still ``running`` well past its time
+    limit (``time_limit`` + ``FAULTLINE_STUCK_AFTER``) lost its worker and fails with the reason."""
+    from workbench.tasks import execute_batch  # tasks call services: imported here to avoid the cycle
+
+    now = timezone.now()
+    requeued = []
+    with transaction.atomic():
+        waiting = BatchRun.objects.filter(
+            state=BatchRun.State.QUEUED, created__lt=now - timedelta(seconds=settings.FAULTLINE_REQUEUE_AFTER)
+        )
+        for run in waiting.select_for_update(skip_locked=True).only("pk"):
+            BatchRun.objects.filter(pk=run.pk).update(created=now)  # counted again from now
+            transaction.on_commit(lambda pk=run.pk: execute_batch.delay(pk), robust=True)
+            requeued.append(run.pk)
+        running = BatchRun.objects.filter(state=BatchRun.State.RUNNING).only("pk", "started", "time_limit", "done")
+        for run in running.select_for_update(skip_locked=True):
+            if run.started + timedelta(seconds=run.time_limit + settings.FAULTLINE_STUCK_AFTER) > now:
+                continue
+            BatchRun.objects.filter(pk=run.pk, state=BatchRun.State.RUNNING).update(
+                state=BatchRun.State.FAILED,
+                finished=now,
+                stopped_reason=f"lost: the worker running it stopped after {run.done} attempts; start it again",
+            )
+    if requeued:
+        logger.warning("re-queued %d batch runs whose message was lost: %s", len(requeued), requeued)
+    return requeued
+
+
 def batch_cancel(*, run: BatchRun) -> None:
     """Ask the run to stop; a run not started yet is cancelled at once."""
     BatchRun.objects.filter(pk=run.pk, state=BatchRun.State.QUEUED).update(
@@ -101,13 +132,19 @@ def batch_cancel(*, run: BatchRun) -> None:
 
 
 def batch_execute(*, run_id: int) -> BatchRun | None:
-    """Run the batch ``run_id``; returns early when it is gone or finished (idempotent)."""
+    """Run the batch ``run_id`` if it is still queued: claimed in one conditional update, so a run whose
+    message came twice (the reaper re-enqueued it) runs once; returns early otherwise (idempotent)."""
     run = BatchRun.objects.select_related("revision__ruleset").filter(pk=run_id).first()
-    if run is None or run.finished_state:
+    if run is None or run.state != BatchRun.State.QUEUED:
         return run
     ids = list(attempts_matching(run.filters).values_list("pk", flat=True)[: run.limit])
     run.state, run.started, run.total, run.done = BatchRun.State.RUNNING, timezone.now(), len(ids), 0
-    run.save(update_fields=["state", "started", "total", "done"])
+    claimed = BatchRun.objects.filter(pk=run.pk, state=BatchRun.State.QUEUED).update(
+        state=run.state, started=run.started, total=run.total, done=0
+    )
+    if not claimed:
+        run.refresh_from_db()
+        return run
     work = _Backtest(run) if run.kind == BatchRun.Kind.BACKTEST else _Reanalysis(run)
     deadline = time.monotonic() + run.time_limit
     state, reason = BatchRun.State.DONE, ""
@@ -129,7 +166,10 @@ def batch_execute(*, run_id: int) -> BatchRun | None:
         state, reason = BatchRun.State.FAILED, f"{type(exc).__name__}: {exc}"
     run.refresh_from_db(fields=["done"])
     run.state, run.stopped_reason, run.finished, run.result = state, reason, timezone.now(), work.result()
-    run.save(update_fields=["state", "stopped_reason", "finished", "result"])
+    BatchRun.objects.filter(pk=run.pk, state=BatchRun.State.RUNNING).update(  # unless failed as lost meanwhile
+        state=run.state, stopped_reason=run.stopped_reason, finished=run.finished, result=run.result
+    )
+    run.refresh_from_db()
     return run
 
 

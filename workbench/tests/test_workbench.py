@@ -421,3 +421,51 @@ def test_a_reanalysis_from_the_page_asks_for_confirmation_with_the_count(stored,
     run = BatchRun.objects.get()
     assert started.status_code == 302
     assert (run.kind, run.filters) == ("reanalysis", {"outcome": "unattributed"})
+
+
+def test_a_run_whose_message_was_lost_is_enqueued_again_and_runs_once(
+    stored, settings, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    lost = start(BatchRun.Kind.BACKTEST, services.active_revision())  # its message never reaches a worker
+    recent = start(BatchRun.Kind.BACKTEST, services.active_revision())
+    BatchRun.objects.filter(pk=lost.pk).update(
+        created=timezone.now() - timedelta(seconds=settings.FAULTLINE_REQUEUE_AFTER + 1)
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert batches.batches_reap_lost() == [lost.pk]
+
+    lost.refresh_from_db()
+    assert (lost.state, lost.done, lost.total) == ("done", 3, 3)
+    assert batches.batch_execute(run_id=lost.pk).done == 3  # its first message, late: nothing runs again
+    recent.refresh_from_db()
+    assert recent.state == "queued"
+
+
+def test_a_run_whose_worker_was_lost_fails_with_the_reason_and_never_stays_running(stored, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    run = start(BatchRun.Kind.REANALYSIS, services.active_revision())
+    alive = start(BatchRun.Kind.REANALYSIS, services.active_revision())
+    long_ago = timezone.now() - timedelta(
+        seconds=settings.FAULTLINE_BATCH_TIME_LIMIT + settings.FAULTLINE_STUCK_AFTER + 1
+    )
+    BatchRun.objects.filter(pk=run.pk).update(state="running", started=long_ago, total=3, done=1)
+    BatchRun.objects.filter(pk=alive.pk).update(state="running", started=timezone.now(), total=3, done=1)
+
+    assert batches.batches_reap_lost() == []
+
+    run.refresh_from_db()
+    assert (run.state, run.stopped_reason) == (
+        "failed",
+        "lost: the worker running it stopped after 1 attempts; start it again",
+    )
+    assert run.finished is not None
+    alive.refresh_from_db()
+    assert alive.state == "running"

@@ -1,0 +1,89 @@
+"""What each role may do on each route: ``{route name: {method: who}}``, checked by ``test_routes.py``.
+
+A method missing from a route's entry answers 405 to everyone signed in (an anonymous request is sent
+to the login first). ``who`` names a set of ``ROLES`` or lists roles; anyone else is denied (403, or the
+login for an anonymous request). Keep it in step with docs/api.md and docs/workbench.md.
+"""
+
+from access.roles import ADMIN, RULE_EDITOR, TRIAGER, VIEWER
+
+SIGNED_IN = (VIEWER, TRIAGER, RULE_EDITOR, ADMIN)
+ROLES = {
+    "everyone": ("anonymous", *SIGNED_IN),
+    "signed in": SIGNED_IN,
+    "triage": (TRIAGER, ADMIN),  # upload, reanalyse, review, gather again
+    "rules": (RULE_EDITOR, ADMIN),  # edit and activate rule sets, cases, batch runs
+    "admin": (ADMIN,),  # clusters, the Django admin
+}
+READ = {"GET": "signed in"}
+
+ROUTES = {
+    # the triage pages (read-only but for their forms)
+    "pages:overview": READ,
+    "pages:job-list": READ,
+    "pages:attempt-detail": READ,
+    "pages:attempt-review": {"POST": "triage"},
+    "pages:attempt-gather": {"POST": "triage"},
+    "pages:attempt-diagnosis-json": READ,
+    "pages:attempt-bundle": READ,
+    "pages:evidence-context": READ,
+    "pages:triage-queue": READ,
+    "pages:node-detail": READ,
+    "pages:cluster-status": READ,
+    # signing in and out (Django's views: the login form also takes PUT)
+    "login": {"GET": "everyone", "POST": "everyone", "PUT": "everyone"},
+    "logout": {"POST": "everyone"},
+    # the rule workbench
+    "workbench:rulesets": READ,
+    "workbench:cases": READ,
+    "workbench:case-promote": {"POST": "rules"},
+    "workbench:reanalyse": {"GET": "signed in", "POST": "rules"},
+    "workbench:run": READ,
+    "workbench:run-cancel": {"POST": "rules"},
+    "workbench:ruleset": READ,
+    "workbench:diff": READ,
+    "workbench:editor": {"GET": "rules", "POST": "rules"},
+    "workbench:editor-check": {"POST": "rules"},
+    "workbench:revision": READ,
+    "workbench:activate": {"POST": "rules"},
+    "workbench:try": READ,
+    "workbench:explore": READ,
+    "workbench:revision-cases": READ,
+    "workbench:backtest": {"GET": "signed in", "POST": "rules"},
+    # the API (each with its .json variant)
+    "api:api-root": READ,
+    "api:analyze": {"POST": "signed in"},
+    "api:cluster-list": {"GET": "signed in", "POST": "admin"},
+    "api:cluster-detail": {"GET": "signed in", "PUT": "admin", "PATCH": "admin"},
+    "api:cluster-poll": {"POST": "admin"},
+    "api:job-list": READ,
+    "api:job-detail": READ,
+    "api:attempt-list": {"GET": "signed in", "POST": "triage"},
+    "api:attempt-detail": READ,
+    "api:attempt-reanalyse": {"POST": "triage"},
+    "api:diagnosis-list": READ,
+    "api:diagnosis-detail": READ,
+    "api:evidence-list": READ,
+    "api:evidence-detail": READ,
+    "api:evidence-excerpt": READ,
+    "api:event-list": READ,
+    "api:event-detail": READ,
+    "api:review-list": {"GET": "signed in", "POST": "triage"},
+    "api:review-detail": READ,
+    "api:ruleset-list": READ,
+    "api:ruleset-detail": READ,
+    "api:revision-list": {"GET": "signed in", "POST": "rules"},
+    "api:revision-detail": READ,
+    "api:revision-activate": {"POST": "rules"},
+    "api:activation-list": READ,
+    "api:activation-detail": READ,
+    "schema": READ,
+    "api-docs": READ,
+}
+
+# The Django admin's pages: the admin role (staff) only, whatever the method (Django's admin views render
+# their page for any method but POST); users, groups and tokens need a superuser, and revisions are made
+# in the workbench, not added in the admin.
+ADMIN_SITE = dict.fromkeys(("GET", "POST", "PUT", "PATCH", "DELETE"), "admin")
+ADMIN_SITE_SUPERUSER = ("/admin/auth/group/", "/admin/auth/user/", "/admin/authtoken/tokenproxy/",
+                        "/admin/rules/rulesetrevision/add/")  # fmt: skip
