@@ -467,9 +467,9 @@ def main() -> None:
         session = requests.Session()
         for _ in range(100):
             try:
-                session.get(f"{base}/accounts/login/", timeout=2)
+                session.get(f"{base}/accounts/login/", timeout=10)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not serving yet (a loaded machine starts slowly)
                 time.sleep(0.1)
         login = session.get(f"{base}/accounts/login/")
         session.post(
