@@ -6,6 +6,7 @@ import json
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET
 
 from diagnoses.filters import AttemptFilter
 from pages import selectors
@@ -72,6 +73,7 @@ def _json(rows):
 
 
 @login_required
+@require_GET
 def job_export(request, format: str):
     if format not in ("csv", "json"):
         raise Http404("exports are csv or json")

@@ -21,12 +21,16 @@ ROUTES = {
     # the triage pages (read-only but for their forms)
     "pages:overview": READ,
     "pages:job-list": READ,
+    "pages:job-export": READ,
     "pages:attempt-detail": READ,
     "pages:attempt-review": {"POST": "triage"},
+    "pages:review-withdraw": {"POST": "triage"},
+    "pages:review-subdomains": READ,
     "pages:attempt-gather": {"POST": "triage"},
     "pages:attempt-diagnosis-json": READ,
     "pages:attempt-bundle": READ,
     "pages:evidence-context": READ,
+    "pages:event-context": READ,
     "pages:triage-queue": READ,
     "pages:node-detail": READ,
     "pages:cluster-status": READ,
@@ -70,6 +74,7 @@ ROUTES = {
     "api:event-detail": READ,
     "api:review-list": {"GET": "signed in", "POST": "triage"},
     "api:review-detail": READ,
+    "api:review-withdraw": {"POST": "triage"},
     "api:ruleset-list": READ,
     "api:ruleset-detail": READ,
     "api:revision-list": {"GET": "signed in", "POST": "rules"},
@@ -87,3 +92,6 @@ ROUTES = {
 ADMIN_SITE = dict.fromkeys(("GET", "POST", "PUT", "PATCH", "DELETE"), "admin")
 ADMIN_SITE_SUPERUSER = ("/admin/auth/group/", "/admin/auth/user/", "/admin/authtoken/tokenproxy/",
                         "/admin/rules/rulesetrevision/add/")  # fmt: skip
+# Models the admin only shows (reviews are made and withdrawn through the review service): their add and delete
+# pages are denied to everyone, and their change page takes no POST.
+ADMIN_SITE_VIEW_ONLY = ("/admin/diagnoses/review/",)
