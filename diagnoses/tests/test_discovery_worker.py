@@ -12,7 +12,7 @@ import redis
 from django.db import connection
 
 from diagnoses.models import Attempt, Cluster
-from diagnoses.tests.workers import database_url, start_worker, wait_for
+from diagnoses.tests.workers import database_url, kill, start_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BROKER = os.environ.get("FAULTLINE_TEST_DISCOVERY_BROKER_URL", "redis://127.0.0.1:6379/9")
@@ -33,8 +33,7 @@ def worker(tmp_path, bundle_root):
     }
     process = start_worker("discovery", environment, tmp_path)
     yield process
-    process.kill()
-    process.wait()
+    kill(process)  # the worker and its beat
 
 
 def test_beat_polls_the_cluster_at_its_interval_and_the_worker_diagnoses_what_it_finds(
