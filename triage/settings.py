@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from triage.env import env_bool, env_int, env_list, env_secret_key, env_str
+from triage.env import env_bool, env_int, env_list, env_networks, env_secret_file, env_secret_key, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FAULTLINE_VAR_DIR", str(BASE_DIR / "var")))
@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "template_partials",
     "rules",
     "diagnoses",
+    "handoffs",
     "api",
     "pages",
     "workbench",
@@ -143,6 +144,11 @@ FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
 # that ended in the last FAULTLINE_REPEAT_OFFENDER_DAYS days is badged a repeat offender.
 FAULTLINE_REPEAT_OFFENDER_COUNT = env_int("FAULTLINE_REPEAT_OFFENDER_COUNT", 3)
 FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
+# Hand-offs (docs/handoffs.md). /metrics answers a scraper with the bearer token (the variable, or the file
+# FAULTLINE_METRICS_TOKEN_FILE names) or from one of the networks (CIDR); with neither it refuses every scrape.
+FAULTLINE_METRICS_TOKEN = env_secret_file("FAULTLINE_METRICS_TOKEN")
+FAULTLINE_METRICS_NETWORKS = env_networks("FAULTLINE_METRICS_NETWORKS")
+FAULTLINE_METRICS_MAX_NODES = env_int("FAULTLINE_METRICS_MAX_NODES", 50)
 
 # The API: token or session authentication everywhere, one error format (api/conventions.py).
 REST_FRAMEWORK = {

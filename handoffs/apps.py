@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HandoffsConfig(AppConfig):
+    name = "handoffs"
+    verbose_name = "Hand-offs"
