@@ -20,6 +20,7 @@ import pytest
 from connectors.kubernetes.tests.kubernetes_double import kueue_cluster
 from connectors.loki.tests.loki_double import LokiDouble
 from connectors.slurm.tests import jobs as slurm_jobs
+from connectors.tests.http_double import HttpDouble
 from engine import Engine, load_rules
 from engine.bundle import load_bundle
 from engine.tests import bundles
@@ -317,6 +318,22 @@ def loki_double():
     yield start
     for double in started:
         double.close()
+
+
+@pytest.fixture
+def webhook_receiver():
+    """A running local endpoint (an ephemeral port) that receives webhooks: each request in ``.requests`` (``.json()``
+    its body); it answers the statuses queued in ``.statuses`` first, then 200. Closed after the test."""
+    statuses: list[int] = []
+
+    def respond(request):
+        status = statuses.pop(0) if statuses else 200
+        return status, {"Content-Type": "text/plain"}, b"ok" if status < 400 else b"unavailable"
+
+    double = HttpDouble(respond)
+    double.statuses = statuses
+    yield double
+    double.close()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db.models import Count, DurationField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
+from connectors.base import UnusableKind, connector_class
 from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Review, Source
 from handoffs.models import Delivery, Drain, DrainPolicy, Incident, NotificationRule
 
@@ -145,8 +146,13 @@ def incidents_recent(*, limit: int = 50) -> list[Incident]:
     return list(Incident.objects.select_related("rule").order_by("-opened", "-pk")[:limit])
 
 
+def delivery_list() -> QuerySet[Delivery]:
+    """The delivery log, newest first."""
+    return Delivery.objects.select_related("incident__rule").order_by("-time", "-pk")
+
+
 def deliveries_recent(*, limit: int = 100) -> list[Delivery]:
-    return list(Delivery.objects.select_related("incident__rule").order_by("-time", "-pk")[:limit])
+    return list(delivery_list()[:limit])
 
 
 # Drains ----------------------------------------------------------------------------------------------------------
@@ -181,3 +187,14 @@ def drain_policy_of(cluster: Cluster) -> DrainPolicy:
 def drain_policies() -> list[DrainPolicy]:
     policies = {p.cluster_id: p for p in DrainPolicy.objects.all()}
     return [policies.get(c.pk) or DrainPolicy(cluster=c) for c in Cluster.objects.all()]
+
+
+def cluster_can_drain(cluster: Cluster) -> bool:
+    """Whether the cluster's scheduler connector can drain nodes (Slurm, Kueue: ``connectors.base.NodeControl``)."""
+    if not cluster.has_scheduler:
+        return False
+    try:
+        cls = connector_class(cluster.connector)
+    except UnusableKind:
+        return False
+    return all(callable(getattr(cls, method, None)) for method in ("drain_node", "resume_node"))

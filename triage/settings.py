@@ -115,6 +115,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "diagnoses.tasks.poll_clusters",
         "schedule": float(env_int("FAULTLINE_DISCOVERY_TICK", 15)),
     },
+    # Hand-offs: send the notifications whose grouping window ended, check the triage backlog.
+    "send-notifications": {
+        "task": "handoffs.tasks.send_due_notifications",
+        "schedule": float(env_int("FAULTLINE_NOTIFICATION_TICK", 15)),
+    },
 }
 
 # Faultline
@@ -149,6 +154,18 @@ FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
 FAULTLINE_METRICS_TOKEN = env_secret_file("FAULTLINE_METRICS_TOKEN")
 FAULTLINE_METRICS_NETWORKS = env_networks("FAULTLINE_METRICS_NETWORKS")
 FAULTLINE_METRICS_MAX_NODES = env_int("FAULTLINE_METRICS_MAX_NODES", 50)
+# Notifications link to the pages under this URL; a failed delivery is tried again this many times (backing off).
+FAULTLINE_BASE_URL = env_str("FAULTLINE_BASE_URL", "http://localhost:8000").rstrip("/")
+FAULTLINE_NOTIFICATION_RETRIES = env_int("FAULTLINE_NOTIFICATION_RETRIES", 5)
+FAULTLINE_NOTIFICATION_TIMEOUT = env_int("FAULTLINE_NOTIFICATION_TIMEOUT", 10)
+# E-mail notifications go through Django's mail settings.
+EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_secret_file("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "faultline@localhost")
 
 # The API: token or session authentication everywhere, one error format (api/conventions.py).
 REST_FRAMEWORK = {

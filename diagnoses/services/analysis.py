@@ -17,6 +17,7 @@ from diagnoses import selectors
 from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
+from diagnoses.signals import diagnosis_recorded_send
 from engine import Analysis, to_json
 from engine.bundle import BundleError
 from rules.models import RuleSetRevision
@@ -89,7 +90,7 @@ def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis) -> None:
 
 def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis) -> Diagnosis:
     """Store the diagnosis, its evidence, node events and Flight Recorder summary in one transaction (or return the
-    one stored)."""
+    one stored); a new one is announced after commit (``diagnoses.signals.diagnosis_recorded``)."""
     document = analysis.diagnosis
     root = document["root_cause"] or {}
     text_cap = revision_engine(revision).ruleset.settings.text_cap
@@ -142,6 +143,7 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             if analysis.dumps is not None:
                 FlightRecorderSummary.objects.create(diagnosis=diagnosis, summary=analysis.dumps.summary())
             _mark_analysed(attempt, diagnosis)
+            transaction.on_commit(lambda: diagnosis_recorded_send(diagnosis.pk))
     except IntegrityError:
         diagnosis = Diagnosis.objects.filter(attempt=attempt, revision=revision).first()
         if diagnosis is None:

@@ -204,7 +204,8 @@ def test_the_grafana_dashboard_queries_parse_and_use_only_exposed_series(client,
     dashboard = json.loads((Path(__file__).resolve().parents[2] / "contrib/grafana/faultline.json").read_text())
     expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     named = {name for expr in expressions for name in re.findall(r"\bfaultline_\w+", expr)}
-    assert named and named <= exposed
+    assert named
+    assert named <= exposed
     rules = [{"record": f"faultline:panel{i}", "expr": expr.replace("$__rate_interval", "5m").replace("$cluster", ".*")}
              for i, expr in enumerate(expressions)]  # fmt: skip
     (tmp_path / "rules.yml").write_text(json.dumps({"groups": [{"name": "dashboard", "rules": rules}]}))
