@@ -126,9 +126,29 @@ def repeat_offender_count() -> int:
     return len(repeat_offenders())
 
 
-def node_root_cause_count(node: Node) -> int:
-    """How often the node was the root cause in the repeat-offender window."""
-    return _root_causes_since(repeat_offender_window()).filter(node=node).count()
+def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:
+    """The diagnosis with its attempt, when it is still its attempt's current one (a newer one replaces it)."""
+    diagnosis = (
+        Diagnosis.objects.select_related("attempt__cluster", "attempt__job")
+        .prefetch_related("root_cause_nodes")
+        .filter(pk=diagnosis_id)
+        .first()
+    )
+    return diagnosis if diagnosis is not None and diagnosis.attempt.current_diagnosis_id == diagnosis.pk else None
+
+
+def diagnosis_repeat_offenders(diagnosis: Diagnosis) -> list[tuple[Node, int]]:
+    """The diagnosis's root-cause nodes that are repeat offenders, each with its root causes in the window."""
+    nodes = list(diagnosis.root_cause_nodes.select_related("cluster"))
+    rows = (
+        _root_causes_since(repeat_offender_window())
+        .filter(node__in=nodes)
+        .values("node_id")
+        .annotate(count=Count("diagnosis_id"))
+        .filter(count__gte=settings.FAULTLINE_REPEAT_OFFENDER_COUNT)
+    )
+    counts = {row["node_id"]: row["count"] for row in rows}
+    return [(node, counts[node.pk]) for node in nodes if node.pk in counts]
 
 
 # Notifications ---------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from celery import shared_task
 from django.conf import settings
 
+from handoffs import selectors
 from handoffs.services import drains, notifications
 
 BACKOFF_SECONDS = 10
@@ -11,18 +12,15 @@ BACKOFF_MAX_SECONDS = 600
 
 @shared_task
 def diagnosis_handoffs(diagnosis_id: int) -> None:
-    """A new diagnosis: its notifications, and automatic drain proposals for the repeat offenders it made."""
-    from diagnoses.models import Diagnosis
-    from handoffs.selectors import node_root_cause_count
-
-    notifications.diagnosis_notify(diagnosis_id=diagnosis_id)
-    diagnosis = Diagnosis.objects.filter(pk=diagnosis_id).prefetch_related("root_cause_nodes__cluster").first()
+    """A new diagnosis, still its attempt's current one: its notifications, and automatic drain proposals for the
+    repeat offenders it made."""
+    diagnosis = selectors.diagnosis_current(diagnosis_id)
     if diagnosis is None:
         return
-    for node in diagnosis.root_cause_nodes.all():
-        count = node_root_cause_count(node)
-        if count >= settings.FAULTLINE_REPEAT_OFFENDER_COUNT:
-            drains.drain_propose_repeat_offender(node=node, count=count)
+    offenders = selectors.diagnosis_repeat_offenders(diagnosis)
+    notifications.diagnosis_notify(diagnosis=diagnosis, offenders=offenders)
+    for node, count in offenders:
+        drains.drain_propose_repeat_offender(node=node, count=count)
 
 
 @shared_task

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from diagnoses.models import Diagnosis
+from diagnoses.models import Diagnosis, Node
 from handoffs import selectors
 from handoffs.channels import DeliveryError, rule_url, send
 from handoffs.models import Delivery, Incident, NotificationRule
@@ -61,27 +61,14 @@ def rule_delete(*, rule: NotificationRule) -> None:
 # Events ----------------------------------------------------------------------------------------------------------
 
 
-def diagnosis_notify(*, diagnosis_id: int) -> list[Incident]:
-    """The notifications of a new diagnosis (when it is still its attempt's current one): the rules on diagnoses, and
-    the rules on repeat offenders for each root-cause node it made one."""
-    diagnosis = (
-        Diagnosis.objects.select_related("attempt__cluster", "attempt__job")
-        .prefetch_related("root_cause_nodes")
-        .filter(pk=diagnosis_id)
-        .first()
-    )
-    if diagnosis is None or diagnosis.attempt.current_diagnosis_id != diagnosis.pk:
-        return []
+def diagnosis_notify(*, diagnosis: Diagnosis, offenders: list[tuple[Node, int]]) -> list[Incident]:
+    """The notifications of a new diagnosis: the rules on diagnoses, and the rules on repeat offenders for each of its
+    root-cause nodes that is one (``offenders``: the node and its root causes in the window)."""
     item = diagnosis_item(diagnosis)
     incidents = [incident_add(rule=rule, item=item) for rule in matching(Trigger.DIAGNOSIS, item)]
-    offender_rules = selectors.rules_enabled(Trigger.REPEAT_OFFENDER)
-    if offender_rules:
-        for node in diagnosis.root_cause_nodes.all():
-            count = selectors.node_root_cause_count(node)
-            if count >= settings.FAULTLINE_REPEAT_OFFENDER_COUNT:
-                offender = offender_item(item, node=node.name, count=count)
-                incidents += [incident_add(rule=rule, item=offender) for rule in offender_rules
-                              if rule_matches(rule, offender)]  # fmt: skip
+    for node, count in offenders:
+        offender = offender_item(item, node=node.name, count=count)
+        incidents += [incident_add(rule=rule, item=offender) for rule in matching(Trigger.REPEAT_OFFENDER, offender)]
     return incidents
 
 

@@ -158,3 +158,43 @@ def test_a_drain_and_a_resume_on_the_real_slurm_cluster(
             deadline = time.monotonic() + 30
             while "drain" in sinfo(slurm, host).split("|", 1)[0] and time.monotonic() < deadline:
                 time.sleep(0.5)
+
+
+def test_a_drain_on_a_kueue_cluster_cordons_the_node(kubernetes_api, people, django_capture_on_commit_callbacks):
+    node = sorted(kubernetes_api.nodes)[0]
+    cluster = Cluster.objects.create(name="k8s-a", connector="kueue",
+                                     scheduler_settings={"host": kubernetes_api.url, "backoff": 0})  # fmt: skip
+    drain = drains.drain_propose(node=Node.objects.create(cluster=cluster, name=node), reason="nvlink errors",
+                                 user=people["triager"])  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        drains.drain_approve(drain=drain, user=people["admin"])
+    drain.refresh_from_db()
+    assert drain.state == State.DRAINED
+    assert drain.drain_answer == "unschedulable=true faultline.dev/drain-reason=faultline: nvlink errors"
+    assert kubernetes_api.nodes[node]["spec"]["unschedulable"] is True
+    drains.drain_resume(drain=drain, user=people["admin"])
+    assert kubernetes_api.nodes[node]["spec"]["unschedulable"] is False
+
+
+def test_a_diagnosis_that_makes_a_repeat_offender_proposes_its_drain_when_the_policy_asks(
+    make_bundle, store, people, django_capture_on_commit_callbacks
+):
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+
+    def analysed(job_id: str):
+        with django_capture_on_commit_callbacks(execute=True):  # the announcement after commit, its task in-process
+            return store(make_bundle(job_id=job_id, start=start))
+
+    first = analysed("1")
+    Cluster.objects.filter(pk=first.cluster_id).update(connector="slurm")
+    drains.drain_policy_set(cluster=first.cluster, user=people["admin"], propose_repeat_offenders=True)
+    analysed("2")
+    assert not Drain.objects.exists()  # root cause twice: not yet a repeat offender
+    analysed("3")
+    drain = Drain.objects.get()
+    assert (drain.node.name, drain.state, drain.automatic) == ("node02", State.PROPOSED, True)
+    assert drain.reason == "repeat offender: root cause of 3 attempts"
+    analysed("4")
+    assert Drain.objects.count() == 1  # one at a time per node
