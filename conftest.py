@@ -290,6 +290,25 @@ def migrator_of(db):
 # -- real servers and doubles ----------------------------------------------------------------------
 
 
+@pytest.fixture
+def celery_worker_process(tmp_path):
+    """``celery_worker_process(name, environment)``: a real Celery worker with its beat (``diagnoses/tests/workers.py``)
+    sharing the test database (``celery_worker_process.database_url``); killed after the test."""
+    from diagnoses.tests import workers
+
+    started = []
+
+    def start(name: str, environment: dict) -> subprocess.Popen:
+        started.append(workers.start_worker(name, environment, tmp_path))
+        return started[-1]
+
+    start.database_url = workers.database_url
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
 @pytest.fixture(scope="session")
 def prometheus_url() -> str:
     """The real Prometheus of scripts/prometheus.sh, with its backfilled DCGM and InfiniBand samples."""

@@ -6,7 +6,6 @@ from django.conf import settings
 from handoffs import selectors
 from handoffs.services import drains, notifications
 
-BACKOFF_SECONDS = 10
 BACKOFF_MAX_SECONDS = 600
 
 
@@ -35,7 +34,8 @@ def deliver_incident(self, incident_id: int) -> None:
     final = self.request.retries >= settings.FAULTLINE_NOTIFICATION_RETRIES
     done = notifications.incident_deliver(incident_id=incident_id, number=self.request.retries + 1, final=final)
     if not done:
-        raise self.retry(countdown=min(BACKOFF_MAX_SECONDS, BACKOFF_SECONDS * 2**self.request.retries))
+        backoff = settings.FAULTLINE_NOTIFICATION_BACKOFF * 2**self.request.retries
+        raise self.retry(countdown=min(BACKOFF_MAX_SECONDS, backoff))
 
 
 @shared_task

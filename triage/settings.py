@@ -154,9 +154,11 @@ FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
 FAULTLINE_METRICS_TOKEN = env_secret_file("FAULTLINE_METRICS_TOKEN")
 FAULTLINE_METRICS_NETWORKS = env_networks("FAULTLINE_METRICS_NETWORKS")
 FAULTLINE_METRICS_MAX_NODES = env_int("FAULTLINE_METRICS_MAX_NODES", 50)
-# Notifications link to the pages under this URL; a failed delivery is tried again this many times (backing off).
+# Notifications link to the pages under this URL; a failed delivery is tried again RETRIES times, BACKOFF seconds
+# later, doubled per retry (at most 10 minutes).
 FAULTLINE_BASE_URL = env_str("FAULTLINE_BASE_URL", "http://localhost:8000").rstrip("/")
 FAULTLINE_NOTIFICATION_RETRIES = env_int("FAULTLINE_NOTIFICATION_RETRIES", 5)
+FAULTLINE_NOTIFICATION_BACKOFF = env_int("FAULTLINE_NOTIFICATION_BACKOFF", 10)  # seconds, doubled per retry
 FAULTLINE_NOTIFICATION_TIMEOUT = env_int("FAULTLINE_NOTIFICATION_TIMEOUT", 10)
 # E-mail notifications go through Django's mail settings.
 EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")

@@ -4,6 +4,7 @@ logged, and a failing endpoint or broker never fails an analysis."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -205,3 +206,53 @@ def test_a_failing_hand_off_never_fails_an_analysis(analysed, monkeypatch, recei
     assert attempt.analysis_state == Attempt.Analysis.ANALYSED
     assert attempt.current_diagnosis is not None
     assert not Incident.objects.exists()
+
+
+# -- a real worker -------------------------------------------------------------------------------------------------
+
+BROKER = os.environ.get("FAULTLINE_TEST_BROKER_URL", "redis://127.0.0.1:6379/10")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_delivers_after_the_endpoint_fails(
+    webhook_receiver, celery_worker_process, make_bundle, tmp_path, bundle_root
+):
+    """The whole path in real processes: a worker analyses an uploaded attempt, its announcement queues the
+    hand-offs, beat's tick queues the delivery, the endpoint fails once and the retry delivers."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import redis
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker shares the test database: it needs PostgreSQL")
+    redis.Redis.from_url(BROKER).flushdb()
+    environment = {
+        "PATH": os.environ["PATH"],
+        "DATABASE_URL": celery_worker_process.database_url(),
+        "CELERY_BROKER_URL": BROKER,
+        "FAULTLINE_BUNDLE_ROOT": str(bundle_root),
+        "FAULTLINE_VAR_DIR": str(tmp_path / "var"),
+        "FAULTLINE_NOTIFICATION_TICK": "1",
+        "FAULTLINE_NOTIFICATION_BACKOFF": "1",
+        URL_VARIABLE: f"{webhook_receiver.url}/hooks/faultline",
+    }
+    NotificationRule.objects.create(name="worker", url_env=URL_VARIABLE, group_seconds=0)
+    webhook_receiver.statuses.append(503)
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    make_bundle(job_id="4242", start=start)
+    celery_worker_process("handoffs", environment)
+    subprocess.run([sys.executable, "manage.py", "ingest", "-v0", str(tmp_path / "bundles")],
+                   cwd=Path(__file__).resolve().parents[2], env=environment, check=True)  # fmt: skip
+    deadline = time.monotonic() + 90
+    while not Incident.objects.filter(state=Incident.State.SENT).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    incident = Incident.objects.get()
+    assert incident.state == Incident.State.SENT
+    assert list(incident.deliveries.order_by("number").values_list("number", "ok")) == [(1, False), (2, True)]
+    assert len(bodies(webhook_receiver)) == 2
+    assert bodies(webhook_receiver)[1]["items"][0]["job_id"] == "4242"
