@@ -6,8 +6,13 @@ import logging
 logger = logging.getLogger(__name__)
 
 
-def diagnosis_recorded(sender, *, diagnosis_id: int, **kwargs) -> None:
+def diagnosis_recorded(sender, *, diagnosis_id: int, first: bool, **kwargs) -> None:
+    """A new attempt's diagnosis: queue its hand-offs. A re-analysis (a new rule-set revision, a batch over thousands
+    of attempts) hands nothing off: it is not news of a failure."""
     from handoffs.tasks import diagnosis_handoffs
+
+    if not first:
+        return
 
     try:
         diagnosis_handoffs.delay(diagnosis_id)

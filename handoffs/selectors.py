@@ -107,9 +107,9 @@ def _root_causes_since(since: datetime) -> QuerySet:
     )
 
 
-def repeat_offenders(*, limit: int | None = None) -> list[dict]:
+def repeat_offenders() -> list[dict]:
     """Nodes that were the root cause of at least ``FAULTLINE_REPEAT_OFFENDER_COUNT`` attempts that ended in the last
-    ``FAULTLINE_REPEAT_OFFENDER_DAYS`` days, most first (``limit``: the first ones only)."""
+    ``FAULTLINE_REPEAT_OFFENDER_DAYS`` days, most first."""
     rows = (
         _root_causes_since(repeat_offender_window())
         .values("node_id", "node__name", "node__cluster__name")
@@ -117,13 +117,8 @@ def repeat_offenders(*, limit: int | None = None) -> list[dict]:
         .filter(count__gte=settings.FAULTLINE_REPEAT_OFFENDER_COUNT)
         .order_by("-count", "node__cluster__name", "node__name")
     )
-    rows = rows[:limit] if limit is not None else rows
     return [{"node_id": r["node_id"], "node": r["node__name"], "cluster": r["node__cluster__name"],
              "count": r["count"]} for r in rows]  # fmt: skip
-
-
-def repeat_offender_count() -> int:
-    return len(repeat_offenders())
 
 
 def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:

@@ -143,7 +143,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             if analysis.dumps is not None:
                 FlightRecorderSummary.objects.create(diagnosis=diagnosis, summary=analysis.dumps.summary())
             _mark_analysed(attempt, diagnosis)
-            transaction.on_commit(lambda: diagnosis_recorded_send(diagnosis.pk))
+            first = attempt.current_diagnosis_id is None
+            transaction.on_commit(lambda: diagnosis_recorded_send(diagnosis.pk, first=first))
     except IntegrityError:
         diagnosis = Diagnosis.objects.filter(attempt=attempt, revision=revision).first()
         if diagnosis is None:

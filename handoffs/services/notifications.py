@@ -13,6 +13,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -36,8 +37,6 @@ RULE_FIELDS = ("name", "enabled", "trigger", "outcomes", "domains", "subdomains"
 
 def rule_save(*, rule: NotificationRule | None = None, **fields) -> NotificationRule:
     """Create or change a rule (``ValidationError`` naming the field); a webhook's URL must be readable now."""
-    from django.core.exceptions import ValidationError
-
     rule = rule or NotificationRule()
     for name, value in fields.items():
         if name not in RULE_FIELDS:

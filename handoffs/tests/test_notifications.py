@@ -256,3 +256,20 @@ def test_a_real_worker_delivers_after_the_endpoint_fails(
     assert list(incident.deliveries.order_by("number").values_list("number", "ok")) == [(1, False), (2, True)]
     assert len(bodies(webhook_receiver)) == 2
     assert bodies(webhook_receiver)[1]["items"][0]["job_id"] == "4242"
+
+
+def test_a_re_analysis_with_another_revision_notifies_nobody(receiver, analysed, django_capture_on_commit_callbacks):
+    from diagnoses.services import analysis
+    from rules import services as rule_services
+
+    rule()
+    attempt = analysed("950")
+    assert Incident.objects.get().events == 1
+    first = rule_services.active_revision()
+    draft = rule_services.revision_create(ruleset=first.ruleset, text=first.text.replace("# ", "## ", 1))
+    rule_services.revision_activate(revision=draft)
+    with django_capture_on_commit_callbacks(execute=True) as announced:
+        diagnosis = analysis.attempt_analyse(attempt_id=attempt.pk)
+    assert diagnosis.revision == draft
+    assert len(announced) == 1  # announced (first=False), and the hand-offs let it pass
+    assert Incident.objects.get().events == 1
