@@ -120,9 +120,10 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def own_prometheus(tmp_path):
+def own_prometheus(tmp_path, prometheus_url):
     """``own_prometheus(target)``: a Prometheus server of this test alone (its own port, configuration and data),
-    scraping ``target``'s ``/metrics`` every second with the bearer token; its URL. Stopped after the test."""
+    scraping ``target``'s ``/metrics`` every second with the bearer token; its URL. Stopped after the test. (The shared
+    server of scripts/prometheus.sh is left alone; asking for it makes sure Prometheus is installed.)"""
     started = []
 
     def start(target: str) -> str:
@@ -188,8 +189,12 @@ def test_a_real_prometheus_scrapes_the_metrics_and_answers_promql(
 # -- the Grafana dashboard -----------------------------------------------------------------------------------------
 
 
-def test_the_grafana_dashboard_queries_parse_and_use_only_exposed_series(client, settings, three_on_node02, tmp_path):
-    """Each panel's PromQL parses (promtool checks it as a recording rule) and names only series /metrics exposes."""
+@pytest.mark.prometheus
+def test_the_grafana_dashboard_queries_parse_and_use_only_exposed_series(
+    client, settings, three_on_node02, tmp_path, prometheus_url
+):
+    """Each panel's PromQL parses (promtool, installed with Prometheus, checks it as a recording rule) and names only
+    series /metrics exposes."""
     import re
     from pathlib import Path
 
