@@ -18,13 +18,14 @@ LATENCY_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4
 
 class FaultlineCollector:
     def collect(self):
+        rows = selectors.attempt_metrics(LATENCY_BUCKETS)
         attempts = CounterMetricFamily(
             "faultline_failed_attempts",
             "Failed attempts stored, by cluster and the outcome, domain and subdomain of their current diagnosis "
             f"(outcome {selectors.NOT_DIAGNOSED!r}: not diagnosed yet)",
             labels=["cluster", "outcome", "domain", "subdomain"],
         )
-        for row in selectors.attempts_by_diagnosis():
+        for row in rows:
             attempts.add_metric([row["cluster"], row["outcome"], row["domain"], row["subdomain"]], row["count"])
         yield attempts
 
@@ -33,16 +34,25 @@ class FaultlineCollector:
             "Ambiguous and unattributed attempts whose current diagnosis nobody has reviewed yet",
             labels=["cluster"],
         )
-        for cluster, count in sorted(selectors.triage_backlog_by_cluster().items()):
+        per_cluster: dict[str, int] = {}
+        for row in rows:
+            if row["backlog"]:
+                per_cluster[row["cluster"]] = per_cluster.get(row["cluster"], 0) + row["backlog"]
+        for cluster, count in sorted(per_cluster.items()):
             backlog.add_metric([cluster], count)
         yield backlog
 
-        buckets, count, seconds = selectors.analysis_latency_histogram(LATENCY_BUCKETS)
         latency = HistogramMetricFamily(
             "faultline_analysis_latency_seconds",
             "Seconds from an attempt's arrival (found or uploaded) to its current diagnosis",
         )
-        latency.add_metric([], [(_bound(b), n) for b, n in buckets] + [("+Inf", count)], seconds)
+        cumulative = [sum(row["le"][i] for row in rows) for i in range(len(LATENCY_BUCKETS))]
+        analysed = sum(row["analysed"] for row in rows)
+        latency.add_metric(
+            [],
+            [(_bound(b), n) for b, n in zip(LATENCY_BUCKETS, cumulative, strict=True)] + [("+Inf", analysed)],
+            sum(row["seconds"] for row in rows),
+        )
         yield latency
 
         failures = GaugeMetricFamily(
@@ -72,18 +82,18 @@ class FaultlineCollector:
         yield source_failures
 
         offenders = selectors.repeat_offenders()
-        count_gauge = GaugeMetricFamily(
+        offenders_gauge = GaugeMetricFamily(
             "faultline_repeat_offenders",
             f"Nodes that were the root cause of at least {settings.FAULTLINE_REPEAT_OFFENDER_COUNT} attempts in "
             f"{settings.FAULTLINE_REPEAT_OFFENDER_DAYS} days",
             labels=["cluster"],
         )
-        per_cluster: dict[str, int] = {}
+        per_cluster = {}
         for row in offenders:
             per_cluster[row["cluster"]] = per_cluster.get(row["cluster"], 0) + 1
         for cluster, number in sorted(per_cluster.items()):
-            count_gauge.add_metric([cluster], number)
-        yield count_gauge
+            offenders_gauge.add_metric([cluster], number)
+        yield offenders_gauge
         per_node = GaugeMetricFamily(
             "faultline_repeat_offender_root_causes",
             "Attempts a repeat-offender node was the root cause of in the window (the "

@@ -20,12 +20,25 @@ NOT_DIAGNOSED = "none"  # the outcome label of an attempt without a diagnosis ye
 # Metrics ---------------------------------------------------------------------------------------------------------
 
 
-def attempts_by_diagnosis() -> list[dict]:
-    """Stored (failed) attempts counted by cluster and their current diagnosis's outcome, domain and subdomain."""
+def attempt_metrics(buckets: tuple[float, ...]) -> list[dict]:
+    """One pass over the stored (failed) attempts, grouped by cluster and their current diagnosis's outcome, domain and
+    subdomain: ``count``; ``backlog``, those waiting for triage (ambiguous or unattributed, current diagnosis not
+    reviewed); and the analysis latency (seconds from arrival to the current diagnosis) as ``le`` (cumulative counts,
+    one per bucket bound), ``analysed`` and ``seconds``."""
+    latency = ExpressionWrapper(F("current_diagnosis__created") - F("received"), output_field=DurationField())
+    reviewed = Review.objects.filter(diagnosis=OuterRef("current_diagnosis"))
+    waiting = Q(current_diagnosis__outcome__in=TRIAGE_OUTCOMES) & ~Exists(reviewed)
     rows = (
-        Attempt.objects.values("cluster__name", "current_diagnosis__outcome", "current_diagnosis__domain",
-                               "current_diagnosis__subdomain")
-        .annotate(count=Count("pk"))
+        Attempt.objects.annotate(latency=latency)
+        .values("cluster__name", "current_diagnosis__outcome", "current_diagnosis__domain",
+                "current_diagnosis__subdomain")
+        .annotate(
+            count=Count("pk"),
+            backlog=Count("pk", filter=waiting),
+            analysed=Count("pk", filter=Q(current_diagnosis__isnull=False)),
+            seconds=Sum("latency"),
+            **{f"le_{i}": Count("pk", filter=Q(latency__lte=timedelta(seconds=b))) for i, b in enumerate(buckets)},
+        )
         .order_by()
     )  # fmt: skip
     return [
@@ -35,6 +48,10 @@ def attempts_by_diagnosis() -> list[dict]:
             "domain": row["current_diagnosis__domain"] or "",
             "subdomain": row["current_diagnosis__subdomain"] or "",
             "count": row["count"],
+            "backlog": row["backlog"],
+            "analysed": row["analysed"],
+            "seconds": row["seconds"].total_seconds() if row["seconds"] else 0.0,
+            "le": [row[f"le_{i}"] for i in range(len(buckets))],
         }
         for row in rows
     ]
@@ -49,20 +66,6 @@ def triage_backlog() -> QuerySet[Attempt]:
 def triage_backlog_by_cluster() -> dict[str, int]:
     rows = triage_backlog().values("cluster__name").annotate(count=Count("pk")).order_by()
     return {row["cluster__name"]: row["count"] for row in rows}
-
-
-def analysis_latency_histogram(buckets: tuple[float, ...]) -> tuple[list[tuple[float, int]], int, float]:
-    """Seconds from an attempt's arrival to its current diagnosis: ``([(upper bound, cumulative count)], count,
-    sum of seconds)``, counted in one query."""
-    latency = ExpressionWrapper(F("current_diagnosis__created") - F("received"), output_field=DurationField())
-    analysed = Attempt.objects.filter(current_diagnosis__isnull=False).annotate(latency=latency)
-    counts = analysed.aggregate(
-        total=Count("pk"),
-        seconds=Sum("latency"),
-        **{f"le_{i}": Count("pk", filter=Q(latency__lte=timedelta(seconds=b))) for i, b in enumerate(buckets)},
-    )
-    total_seconds = counts["seconds"].total_seconds() if counts["seconds"] else 0.0
-    return [(b, counts[f"le_{i}"]) for i, b in enumerate(buckets)], counts["total"], total_seconds
 
 
 def analysis_failures_by_cluster() -> dict[str, int]:

@@ -154,6 +154,7 @@ FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
 FAULTLINE_METRICS_TOKEN = env_secret_file("FAULTLINE_METRICS_TOKEN")
 FAULTLINE_METRICS_NETWORKS = env_networks("FAULTLINE_METRICS_NETWORKS")
 FAULTLINE_METRICS_MAX_NODES = env_int("FAULTLINE_METRICS_MAX_NODES", 50)
+FAULTLINE_METRICS_CACHE_SECONDS = env_int("FAULTLINE_METRICS_CACHE_SECONDS", 15)  # 0: collect at every scrape
 # Notifications link to the pages under this URL; a failed delivery is tried again RETRIES times, BACKOFF seconds
 # later, doubled per retry (at most 10 minutes).
 FAULTLINE_BASE_URL = env_str("FAULTLINE_BASE_URL", "http://localhost:8000").rstrip("/")

@@ -20,6 +20,12 @@ from handoffs.models import Drain
 TOKEN = "a-scrape-token-for-tests"
 
 
+@pytest.fixture(autouse=True)
+def no_metrics_cache(settings):
+    """Each scrape collects anew (the cache has its own test)."""
+    settings.FAULTLINE_METRICS_CACHE_SECONDS = 0
+
+
 @pytest.fixture
 def recent(make_bundle):
     """``recent(job_id, **fields)``: a GPU-off-the-bus bundle (node02 at fault) of an attempt that ended an hour ago."""
@@ -98,6 +104,20 @@ def test_metrics_count_attempts_backlog_offenders_sources_and_latency(client, se
     values = samples(scrape(client, HTTP_AUTHORIZATION=f"Bearer {TOKEN}"))
     assert 'faultline_triage_backlog{cluster="dgx-a"}' not in values
     assert values['faultline_drained_nodes{cluster="dgx-a"}'] == 1
+
+
+def test_a_scrape_within_the_cache_period_gets_the_answer_collected_before(client, settings, three_on_node02):
+    from django.core.cache import cache
+
+    settings.FAULTLINE_METRICS_TOKEN = TOKEN
+    settings.FAULTLINE_METRICS_CACHE_SECONDS = 60
+    cache.clear()
+    key = 'faultline_failed_attempts_total{cluster="dgx-a",domain="hardware",outcome="attributed",subdomain="gpu.bus"}'
+    assert samples(scrape(client, HTTP_AUTHORIZATION=f"Bearer {TOKEN}"))[key] == 3
+    Attempt.objects.filter(pk=three_on_node02[0].pk).delete()
+    assert samples(scrape(client, HTTP_AUTHORIZATION=f"Bearer {TOKEN}"))[key] == 3
+    cache.clear()
+    assert samples(scrape(client, HTTP_AUTHORIZATION=f"Bearer {TOKEN}"))[key] == 2
 
 
 def test_repeat_offender_series_are_bounded(client, settings, three_on_node02):
