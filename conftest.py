@@ -293,7 +293,8 @@ def migrator_of(db):
 @pytest.fixture
 def celery_worker_process(tmp_path):
     """``celery_worker_process(name, environment)``: a real Celery worker with its beat (``diagnoses/tests/workers.py``)
-    sharing the test database (``celery_worker_process.database_url``); killed after the test."""
+    sharing the test database (``celery_worker_process.database_url``); stopped after the test (a warm shutdown, which
+    stops its beat process too: a SIGKILL would leave that running)."""
     from diagnoses.tests import workers
 
     started = []
@@ -305,8 +306,12 @@ def celery_worker_process(tmp_path):
     start.database_url = workers.database_url
     yield start
     for process in started:
-        process.kill()
-        process.wait()
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="session")
