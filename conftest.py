@@ -20,6 +20,7 @@ import pytest
 from connectors.kubernetes.tests.kubernetes_double import kueue_cluster
 from connectors.loki.tests.loki_double import LokiDouble
 from connectors.slurm.tests import jobs as slurm_jobs
+from connectors.tests.http_double import HttpDouble
 from engine import Engine, load_rules
 from engine.bundle import load_bundle
 from engine.tests import bundles
@@ -297,6 +298,30 @@ def migrator_of(db):
 # -- real servers and doubles ----------------------------------------------------------------------
 
 
+@pytest.fixture
+def celery_worker_process(tmp_path):
+    """``celery_worker_process(name, environment)``: a real Celery worker with its beat (``diagnoses/tests/workers.py``)
+    sharing the test database (``celery_worker_process.database_url``); stopped after the test (a warm shutdown, which
+    stops its beat process too: a SIGKILL would leave that running)."""
+    from diagnoses.tests import workers
+
+    started = []
+
+    def start(name: str, environment: dict) -> subprocess.Popen:
+        started.append(workers.start_worker(name, environment, tmp_path))
+        return started[-1]
+
+    start.database_url = workers.database_url
+    yield start
+    for process in started:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @pytest.fixture(scope="session")
 def prometheus_url() -> str:
     """The real Prometheus of scripts/prometheus.sh, with its backfilled DCGM and InfiniBand samples."""
@@ -325,6 +350,22 @@ def loki_double():
     yield start
     for double in started:
         double.close()
+
+
+@pytest.fixture
+def webhook_receiver():
+    """A running local endpoint (an ephemeral port) that receives webhooks: each request in ``.requests`` (``.json()``
+    its body); it answers the statuses queued in ``.statuses`` first, then 200. Closed after the test."""
+    statuses: list[int] = []
+
+    def respond(request):
+        status = statuses.pop(0) if statuses else 200
+        return status, {"Content-Type": "text/plain"}, b"ok" if status < 400 else b"unavailable"
+
+    double = HttpDouble(respond)
+    double.statuses = statuses
+    yield double
+    double.close()
 
 
 @pytest.fixture

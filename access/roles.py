@@ -1,9 +1,10 @@
 """Roles are Django groups (created by ``diagnoses/migrations/0002_roles.py``), each a set of permissions.
 
 - viewer: reads everything (any signed-in user may read; the group makes it explicit);
-- triager: also uploads attempts, re-analyses them and reviews diagnoses;
+- triager: also uploads attempts, re-analyses them, reviews diagnoses and proposes node drains;
 - rule editor: also edits rule sets (the rule workbench);
-- admin: every permission of Faultline's apps.
+- admin: every permission of Faultline's apps (among them: approving and resuming drains, drain policies,
+  notification rules).
 """
 
 VIEWER = "viewer"
@@ -11,14 +12,14 @@ TRIAGER = "triager"
 RULE_EDITOR = "rule editor"
 ADMIN = "admin"
 
-APPS = ("diagnoses", "rules", "workbench")  # the apps whose permissions the roles grant
+APPS = ("diagnoses", "rules", "workbench", "handoffs")  # the apps whose permissions the roles grant
 ROLE_PERMISSIONS = {
-    VIEWER: ["diagnoses.view_*", "rules.view_*", "workbench.view_*"],
-    TRIAGER: ["diagnoses.view_*", "rules.view_*", "workbench.view_*", "diagnoses.add_attempt",
-              "diagnoses.change_attempt", "diagnoses.add_review"],
-    RULE_EDITOR: ["diagnoses.view_*", "rules.view_*", "workbench.view_*", "rules.add_*", "rules.change_*",
-                  "workbench.add_*", "workbench.change_*"],
-    ADMIN: ["diagnoses.*", "rules.*", "workbench.*"],
+    VIEWER: ["diagnoses.view_*", "rules.view_*", "workbench.view_*", "handoffs.view_*"],
+    TRIAGER: ["diagnoses.view_*", "rules.view_*", "workbench.view_*", "handoffs.view_*", "diagnoses.add_attempt",
+              "diagnoses.change_attempt", "diagnoses.add_review", "handoffs.add_drain"],
+    RULE_EDITOR: ["diagnoses.view_*", "rules.view_*", "workbench.view_*", "handoffs.view_*", "rules.add_*",
+                  "rules.change_*", "workbench.add_*", "workbench.change_*"],
+    ADMIN: ["diagnoses.*", "rules.*", "workbench.*", "handoffs.*"],
 }  # fmt: skip
 
 

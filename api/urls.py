@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from api import rulesets, views
+from api import notifications, rulesets, views
 
 app_name = "api"
 
@@ -16,5 +16,7 @@ router.register("reviews", views.ReviewViewSet, basename="review")
 router.register("rulesets", rulesets.RuleSetViewSet, basename="ruleset")
 router.register("revisions", rulesets.RevisionViewSet, basename="revision")
 router.register("activations", rulesets.ActivationViewSet, basename="activation")
+router.register("notification-rules", notifications.NotificationRuleViewSet, basename="notification-rule")
+router.register("deliveries", notifications.DeliveryViewSet, basename="delivery")
 
 urlpatterns = [path("analyze", views.AnalyzeView.as_view(), name="analyze"), *router.urls]

@@ -8,9 +8,10 @@ seeds it by bulk insert (PostgreSQL COPY): clusters and nodes, one job and one a
 and 10 node events (thousands for the 256-node attempts), root-cause nodes, and each attempt's verdict of
 record (5% of the analysed ones reviewed). Then it serves the app with gunicorn on 127.0.0.1, signs in
 and times each page (p50, p95 of ``--requests`` requests after a warm-up): the job list unfiltered and
-with each filter, a page deep in the list, the triage queue,
-the attempt page of a 256-node attempt and a node page. The database is dropped at the end unless
-``--keep``; ``--reuse`` measures an existing seeded database again. Results belong in
+with each filter, a page deep in the list, the triage queue, the attempt page of a 256-node attempt, a
+node page, the overview and a Prometheus scrape of /metrics (collected at each request: no cache). The
+database is dropped at the end unless ``--keep``; ``--reuse`` measures an existing seeded database again.
+Results belong in
 docs/performance.md, section "Pages". Not run in CI.
 """
 
@@ -380,6 +381,7 @@ def scenarios(connection, seeded: dict) -> list[tuple[str, str, list[str]]]:
         ("attempt", f"attempt page, {LARGE_NODES} nodes", [f"/attempts/{pk}/" for pk in seeded["large"]]),
         ("node", "node page", [f"/nodes/{cluster}/{name}/" for cluster, name, _ in offenders]),
         ("other", "overview (30 days)", ["/"]),
+        ("other", "/metrics (a Prometheus scrape)", ["/metrics"]),
     ]
 
 
@@ -423,6 +425,8 @@ def main() -> None:
         "FAULTLINE_VAR_DIR": str(workdir / "var"),
         "FAULTLINE_LOG_LEVEL": "WARNING",
         "CELERY_BROKER_URL": "",
+        "FAULTLINE_METRICS_NETWORKS": "127.0.0.1/32",  # the scrape scenario, from this machine
+        "FAULTLINE_METRICS_CACHE_SECONDS": "0",
     }
     manage = [sys.executable, str(BASE_DIR / "manage.py")]
     server = None

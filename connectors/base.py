@@ -118,6 +118,17 @@ class MetricSource(Protocol):
     ) -> tuple[list[MetricSeries], list[SourceReport]]: ...
 
 
+@runtime_checkable
+class NodeControl(Protocol):
+    """A scheduler that can take a node out of service and give it back (the hand-offs' drains): Slurm's
+    ``scontrol update NodeName=... State=DRAIN|RESUME``, Kubernetes' cordon. Each returns the scheduler's answer
+    (the node's state after the command) and raises ``ConnectorError``."""
+
+    def drain_node(self, node: str, reason: str) -> str: ...
+
+    def resume_node(self, node: str) -> str: ...
+
+
 # kind -> (role, dotted path of the class). A kind not listed here may be given as a dotted path.
 KINDS: dict[str, tuple[str, str]] = {
     "slurm": ("scheduler", "connectors.slurm.scheduler.SlurmScheduler"),

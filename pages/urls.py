@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, exports, lists, nodes, overview
+from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview
 
 app_name = "pages"
 
@@ -22,4 +22,14 @@ urlpatterns = [
     path("triage/", lists.triage_queue, name="triage-queue"),
     path("nodes/<str:cluster>/<path:name>/", nodes.node_detail, name="node-detail"),  # node names may hold "/"
     path("clusters/", clusters.cluster_status, name="cluster-status"),
+    path("notifications/", handoffs.notification_list, name="notification-list"),
+    path("notifications/rules/", handoffs.notification_rule_save, name="notification-rule-add"),
+    path("notifications/rules/<int:pk>", handoffs.notification_rule_save, name="notification-rule-change"),
+    path("notifications/rules/<int:pk>/delete", handoffs.notification_rule_delete, name="notification-rule-delete"),
+    path("drains/", handoffs.drain_list, name="drain-list"),
+    path("drains/propose", handoffs.drain_propose, name="drain-propose"),
+    path("drains/<int:pk>/approve", handoffs.drain_approve, name="drain-approve"),
+    path("drains/<int:pk>/reject", handoffs.drain_reject, name="drain-reject"),
+    path("drains/<int:pk>/resume", handoffs.drain_resume, name="drain-resume"),
+    path("drains/policies/<str:cluster>", handoffs.drain_policy, name="drain-policy"),
 ]

@@ -1,5 +1,6 @@
 """Typed readers for settings that come from the environment."""
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -61,3 +62,25 @@ def env_secret_key(name: str, fallback_file: Path) -> str:
         fallback_file.write_text(key)
         fallback_file.chmod(0o600)
         return key
+
+
+def env_secret_file(name: str) -> str:
+    """A secret from the variable ``name``, or from the file the variable ``<name>_FILE`` names; empty when unset."""
+    value = os.environ.get(name, "")
+    path = os.environ.get(f"{name}_FILE")
+    if value and path:
+        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both")
+    if path:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE names {path}, which cannot be read: {exc.strerror}") from None
+    return value
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Networks (comma-separated CIDR, or single addresses) from the variable ``name``; none when unset."""
+    try:
+        return [ipaddress.ip_network(item, strict=False) for item in env_list(name, [])]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must list networks in CIDR notation: {exc}") from None

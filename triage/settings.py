@@ -8,7 +8,7 @@ from pathlib import Path
 import dj_database_url
 
 from engine.limits import Limits
-from triage.env import env_bool, env_int, env_list, env_secret_key, env_str
+from triage.env import env_bool, env_int, env_list, env_networks, env_secret_file, env_secret_key, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FAULTLINE_VAR_DIR", str(BASE_DIR / "var")))
@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "template_partials",
     "rules",
     "diagnoses",
+    "handoffs",
     "api",
     "pages",
     "workbench",
@@ -139,6 +140,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "diagnoses.tasks.poll_clusters",
         "schedule": float(env_int("FAULTLINE_DISCOVERY_TICK", 15)),
     },
+    # Hand-offs: send the notifications whose grouping window ended, check the triage backlog.
+    "send-notifications": {
+        "task": "handoffs.tasks.send_due_notifications",
+        "schedule": float(env_int("FAULTLINE_NOTIFICATION_TICK", 15)),
+    },
 }
 
 # Faultline
@@ -194,6 +200,26 @@ FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
 # that ended in the last FAULTLINE_REPEAT_OFFENDER_DAYS days is badged a repeat offender.
 FAULTLINE_REPEAT_OFFENDER_COUNT = env_int("FAULTLINE_REPEAT_OFFENDER_COUNT", 3)
 FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
+# Hand-offs (docs/handoffs.md). /metrics answers a scraper with the bearer token (the variable, or the file
+# FAULTLINE_METRICS_TOKEN_FILE names) or from one of the networks (CIDR); with neither it refuses every scrape.
+FAULTLINE_METRICS_TOKEN = env_secret_file("FAULTLINE_METRICS_TOKEN")
+FAULTLINE_METRICS_NETWORKS = env_networks("FAULTLINE_METRICS_NETWORKS")
+FAULTLINE_METRICS_MAX_NODES = env_int("FAULTLINE_METRICS_MAX_NODES", 50)
+FAULTLINE_METRICS_CACHE_SECONDS = env_int("FAULTLINE_METRICS_CACHE_SECONDS", 15)  # 0: collect at every scrape
+# Notifications link to the pages under this URL; a failed delivery is tried again RETRIES times, BACKOFF seconds
+# later, doubled per retry (at most 10 minutes).
+FAULTLINE_BASE_URL = env_str("FAULTLINE_BASE_URL", "http://localhost:8000").rstrip("/")
+FAULTLINE_NOTIFICATION_RETRIES = env_int("FAULTLINE_NOTIFICATION_RETRIES", 5)
+FAULTLINE_NOTIFICATION_BACKOFF = env_int("FAULTLINE_NOTIFICATION_BACKOFF", 10)  # seconds, doubled per retry
+FAULTLINE_NOTIFICATION_TIMEOUT = env_int("FAULTLINE_NOTIFICATION_TIMEOUT", 10)
+# E-mail notifications go through Django's mail settings.
+EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_secret_file("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "faultline@localhost")
 
 # The API: token or session authentication everywhere, one error format (api/conventions.py).
 REST_FRAMEWORK = {

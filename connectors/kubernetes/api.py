@@ -101,6 +101,15 @@ class KubernetesApi:
             _return_http_data_only=True, **kwargs,
         )  # fmt: skip
 
+    def patch_node(self, node: str, patch: dict, **kwargs):
+        """``PATCH /api/v1/nodes/{node}`` with a strategic merge patch (the client's own ``patch_node`` would label a
+        JSON object a JSON Patch, which the API server refuses)."""
+        return self.core.api_client.call_api(
+            f"/api/v1/nodes/{quote(node, safe='')}", "PATCH", body=patch, auth_settings=["BearerToken"],
+            header_params={"Accept": "application/json", "Content-Type": "application/strategic-merge-patch+json"},
+            _return_http_data_only=True, **kwargs,
+        )  # fmt: skip
+
     def json(self, what: str, method, *args, **kwargs) -> dict:
         body = self.call(what, method, *args, **kwargs)
         try:

@@ -16,6 +16,9 @@ day), ``overlap_seconds`` (default 300), ``pod_selectors`` (owner kind -> label 
 Flight Recorder dumps are, a hostPath volume; ``{namespace}``, ``{owner}``, ``{workload}``, ``{pod}``), read through
 the API server's proxy to each node's kubelet: the ranks whose dumps a node's folder holds ran on that node.
 
+Draining a node (the hand-offs) cordons it: ``spec.unschedulable`` through the API, with the reason in the node's
+``faultline.dev/drain-reason`` annotation; resuming uncordons it and removes the annotation. Running pods stay.
+
 Events are flattened to the bundle's events format (time, node, source, reason, message). Workload
 conditions that are True become events too: ``Evicted`` as ``EvictedDueTo<reason>`` (Kueue's own
 event reason), the others under their type.
@@ -37,6 +40,7 @@ from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, S
 from engine.flight_recorder.unpickle import MAX_BYTES
 
 GROUP, VERSION, PLURAL = "kueue.x-k8s.io", "v1beta1", "workloads"
+DRAIN_REASON = "faultline.dev/drain-reason"  # the annotation a cordon leaves on the node
 NODE_LOGS = "/var/log/"  # the folder a kubelet serves at /logs/
 PLACEHOLDERS = frozenset({"namespace", "owner", "workload", "pod"})
 LISTED = re.compile(r'<a href="([^"]*)">')  # a link of Go's http.FileServer folder listing
@@ -65,6 +69,23 @@ class KueueScheduler:
         self.flight_recorder_path = check_template(reader, "flight_recorder_path", PLACEHOLDERS, under=NODE_LOGS)
         reader.finish()
         self.skipped: list[str] = []
+
+    # -- node control (the hand-offs' drains) --
+
+    def drain_node(self, node: str, reason: str) -> str:
+        """Cordon the node: no new pod is scheduled on it; its running pods stay."""
+        return self.cordon(node, unschedulable=True, reason=reason)
+
+    def resume_node(self, node: str) -> str:
+        return self.cordon(node, unschedulable=False, reason=None)
+
+    def cordon(self, node: str, *, unschedulable: bool, reason: str | None) -> str:
+        """Set ``spec.unschedulable`` and the reason annotation (None removes it); the state the API answers."""
+        patch = {"spec": {"unschedulable": unschedulable}, "metadata": {"annotations": {DRAIN_REASON: reason}}}
+        document = self.api.json(f"node {node}", self.api.patch_node, node, patch)
+        shown = "true" if (document.get("spec") or {}).get("unschedulable") else "false"
+        annotation = ((document.get("metadata") or {}).get("annotations") or {}).get(DRAIN_REASON)
+        return f"unschedulable={shown}" + (f" {DRAIN_REASON}={annotation}" if annotation else "")
 
     # -- discovery --
 

@@ -1,4 +1,5 @@
-"""The Slurm scheduler connector: ``sacct`` discovery, ``scontrol`` output paths, job output files.
+"""The Slurm scheduler connector: ``sacct`` discovery, ``scontrol`` output paths, job output files, and draining and
+resuming a node (``scontrol update``).
 
 Settings (all optional but ``cluster``):
 
@@ -229,6 +230,23 @@ class SlurmScheduler:
             if cluster_path == prefix or cluster_path.startswith(prefix.rstrip("/") + "/"):
                 return Path(self.path_map[prefix] + cluster_path[len(prefix) :])
         return Path(cluster_path)
+
+    # -- node control (the hand-offs' drains) --
+
+    def drain_node(self, node: str, reason: str) -> str:
+        """``scontrol update NodeName=<node> State=DRAIN Reason=<reason>``: running jobs finish, no new ones start."""
+        self.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"])
+        return self.node_state(node)
+
+    def resume_node(self, node: str) -> str:
+        self.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"])
+        return self.node_state(node)
+
+    def node_state(self, node: str) -> str:
+        """The node's ``State`` and ``Reason`` as ``scontrol show node`` gives them."""
+        pairs = parse_scontrol_job(self.run(["scontrol", "-o", "show", "node", node]))
+        reason = pairs.get("Reason", "")
+        return f"State={pairs.get('State', '?')}" + (f" Reason={reason}" if reason and reason != "(null)" else "")
 
     # -- commands --
 

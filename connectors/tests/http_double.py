@@ -1,6 +1,8 @@
-"""A local HTTP server in a thread for the APIs that cannot run here (Loki, Kubernetes).
+"""A local HTTP server in a thread for the APIs that cannot run here (Loki, Kubernetes) and the endpoints Faultline
+calls (webhooks).
 
-``respond(request)`` returns ``(status, headers, body)``; every request is kept in ``requests``.
+``respond(request)`` returns ``(status, headers, body)``; every request (GET, POST, PATCH, with its body) is kept in
+``requests``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ class Request:
     path: str
     params: dict[str, str]
     headers: dict[str, str]
+    body: bytes = b""
+
+    def json(self):
+        return json.loads(self.body)
 
 
 class HttpDouble:
@@ -27,10 +33,20 @@ class HttpDouble:
         double = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # the name http.server calls
+            def do_GET(self):  # the names http.server calls
+                self.answer("GET")
+
+            def do_POST(self):
+                self.answer("POST")
+
+            def do_PATCH(self):
+                self.answer("PATCH")
+
+            def answer(self, method: str):
                 parts = urlsplit(self.path)
                 params = {key: values[-1] for key, values in parse_qs(parts.query, keep_blank_values=True).items()}
-                request = Request("GET", parts.path, params, dict(self.headers))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request = Request(method, parts.path, params, dict(self.headers), body)
                 double.requests.append(request)
                 status, headers, body = double.respond(request)
                 if not isinstance(body, bytes):

@@ -18,6 +18,7 @@ from diagnoses.columns import fitted
 from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
+from diagnoses.signals import diagnosis_recorded_send
 from diagnoses.services.verdicts import attempt_verdict_update
 from engine import Analysis, to_json
 from engine.bundle import BundleError
@@ -111,7 +112,7 @@ def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis) -> None:
 
 def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis) -> Diagnosis:
     """Store the diagnosis, its evidence, node events and Flight Recorder summary in one transaction (or return the
-    one stored)."""
+    one stored); a new one is announced after commit (``diagnoses.signals.diagnosis_recorded``)."""
     document = analysis.diagnosis
     root = document["root_cause"] or {}
     text_cap = revision_engine(revision).ruleset.settings.text_cap
@@ -169,6 +170,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             if analysis.dumps is not None:
                 FlightRecorderSummary.objects.create(diagnosis=diagnosis, summary=analysis.dumps.summary())
             _mark_analysed(attempt, diagnosis)
+            first = attempt.current_diagnosis_id is None
+            transaction.on_commit(lambda: diagnosis_recorded_send(diagnosis.pk, first=first))
     except IntegrityError:
         diagnosis = Diagnosis.objects.filter(attempt=attempt, revision=revision).first()
         if diagnosis is None:

@@ -50,7 +50,7 @@ def test_ingest_queues_the_analysis_on_commit(make_bundle, django_capture_on_com
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         attempt = attempts.attempt_ingest_directory(path=make_bundle())
 
-    assert len(callbacks) == 1
+    assert len(callbacks) == 2  # the analysis queued; its diagnosis announced (diagnoses.signals)
     attempt.refresh_from_db()
     assert attempt.analysis_state == "analysed"
     assert attempt.current_diagnosis.subdomain == "gpu.bus"

@@ -32,6 +32,7 @@ from access.roles import TRIAGER
 from connectors.base import KINDS, connector_class
 from diagnoses.models import Attempt, Diagnosis, Evidence, NodeEvent
 from diagnoses.services import discovery, gathering, reviews
+from handoffs.models import Delivery, Drain, Incident, NotificationRule
 from rules import services as rule_services
 from rules.engine_cache import ENGINE_CACHE
 from rules.models import Activation
@@ -76,7 +77,15 @@ def stored(make_bundle, store, person, folder_cluster, tmp_path, django_capture_
     discovered = Attempt.objects.get(job__job_id="2")
     assert discovered.gathered is None
     evidence = Evidence.objects.filter(diagnosis=attempt.current_diagnosis, node__isnull=False).first()
+    rule = NotificationRule.objects.create(name="pages", url_env="HOOK")
+    incident = Incident.objects.create(rule=rule, key="dgx-a/1", due=rule.created, events=1, items=[])
+    delivery = Delivery.objects.create(incident=incident, number=1, ok=False, answer="HTTP 503")
+    Drain.objects.create(
+        cluster=attempt.cluster, node=evidence.node, attempt=attempt, reason="xid", proposed_by=triager
+    )
     return {
+        "notification-rule": rule,
+        "delivery": delivery,
         "attempt": attempt,
         "discovered": discovered,
         "evidence": evidence,
@@ -96,6 +105,7 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
         "cluster": stored["cluster"], "job": stored["attempt"].job, "attempt": stored["attempt"],
         "diagnosis": stored["diagnosis"], "evidence": stored["evidence"], "event": stored["event"],
         "review": stored["review"], "revision": stored["draft"], "activation": stored["activation"],
+        "notification-rule": stored["notification-rule"], "delivery": stored["delivery"],
     }  # fmt: skip
     values = {
         "format": "json",

@@ -26,6 +26,8 @@ PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
 EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 NODE_LOGS = re.compile(r"^/api/v1/nodes/([^/]+)/proxy/logs/(.*)$")
+NODE = re.compile(r"^/api/v1/nodes/([^/]+)$")
+MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 
 
 def not_found(kind: str, name: str) -> tuple[int, dict, dict]:
@@ -38,6 +40,8 @@ class KubernetesDouble(HttpDouble):
     def __init__(self, workloads: list[dict], pods: list[dict], events: list[dict], logs: dict):
         self.workloads, self.pods, self.events, self.logs = workloads, pods, events, logs
         self.node_files: dict[str, dict[str, bytes]] = {}  # node -> path under /var/log -> content
+        self.nodes = {name: node_object(name) for name in sorted({p["spec"]["nodeName"] for p in pods
+                                                                  if p["spec"].get("nodeName")})}  # fmt: skip
         self.faults: list[tuple[int, dict, object]] = []
         super().__init__(self.answer)
 
@@ -67,6 +71,8 @@ class KubernetesDouble(HttpDouble):
             if "tailLines" in params:
                 lines = lines[-int(params["tailLines"]) :]
             return 200, {"Content-Type": "text/plain"}, "".join(lines).encode()
+        if match := NODE.match(path):
+            return self.node(request, unquote(match.group(1)))
         if match := NODE_LOGS.match(path):
             return self.node_log(match.group(1), unquote(match.group(2)))
         if match := EVENTS.match(path):
@@ -75,6 +81,25 @@ class KubernetesDouble(HttpDouble):
             return self.page("v1", "EventList", items, params)
         return 404, {}, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "the server could "
                          "not find the requested resource", "reason": "NotFound", "code": 404}  # fmt: skip
+
+    def node(self, request: Request, name: str):
+        """``GET`` or ``PATCH /api/v1/nodes/{name}``: a merge patch (JSON merge semantics: ``null`` removes a key, which
+        is what a strategic merge patch does to these fields); a JSON Patch of an object is refused as the API server
+        refuses it."""
+        if name not in self.nodes:
+            return not_found("nodes", name)
+        if request.method == "PATCH":
+            kind = request.headers.get("Content-Type", "").split(";")[0]
+            if kind not in MERGE_PATCHES:
+                return 415, {}, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                 "message": f"the body of the request was in an unknown format - accepted media types "
+                                            f"include: {', '.join(MERGE_PATCHES)}", "reason": "UnsupportedMediaType",
+                                 "code": 415}  # fmt: skip
+            self.nodes[name] = merge(self.nodes[name], request.json())
+            self.nodes[name]["metadata"]["resourceVersion"] = str(
+                int(self.nodes[name]["metadata"]["resourceVersion"]) + 1
+            )
+        return 200, {}, self.nodes[name]
 
     def node_log(self, node: str, path: str):
         if node not in self.node_files and node not in {p["spec"].get("nodeName") for p in self.pods}:
@@ -101,6 +126,30 @@ class KubernetesDouble(HttpDouble):
         chunk, rest = items[offset : offset + limit], offset + limit < len(items)
         metadata = {"resourceVersion": "4711", **({"continue": str(offset + limit)} if rest else {})}
         return 200, {}, {"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": chunk}
+
+
+def node_object(name: str) -> dict:
+    return {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "100",
+                     "labels": {"kubernetes.io/hostname": name}, "annotations": {}},
+        "spec": {"podCIDR": "10.244.1.0/24"},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]},
+    }  # fmt: skip
+
+
+def merge(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge(result.get(key), value)
+    return result
 
 
 def parse_bool(value: str) -> bool:

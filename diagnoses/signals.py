@@ -1,0 +1,20 @@
+"""What the store tells the layers above it without knowing them (the hand-offs listen).
+
+``diagnosis_recorded`` is sent once per new diagnosis, after its transaction commits, with ``diagnosis_id`` and
+``first`` (the attempt's first diagnosis, not a re-analysis with another rule-set revision); it is sent robustly
+(``send_robust``): a receiver that fails is logged, never a failed analysis.
+"""
+
+import logging
+
+from django.dispatch import Signal
+
+logger = logging.getLogger(__name__)
+
+diagnosis_recorded = Signal()
+
+
+def diagnosis_recorded_send(diagnosis_id: int, *, first: bool) -> None:
+    for receiver, result in diagnosis_recorded.send_robust(sender="diagnoses", diagnosis_id=diagnosis_id, first=first):
+        if isinstance(result, Exception):
+            logger.error("a receiver of diagnosis_recorded (%s) failed: %r", receiver, result)

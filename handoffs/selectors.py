@@ -1,0 +1,218 @@
+"""The hand-offs' reads: the counts the metrics expose, repeat offenders, the triage backlog, notification rules with
+their incidents and deliveries, and drains."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, DurationField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet, Sum
+from django.utils import timezone
+
+from connectors.base import UnusableKind, connector_class
+from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Review, Source
+from handoffs.models import Delivery, Drain, DrainPolicy, Incident, NotificationRule
+
+TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
+NOT_DIAGNOSED = "none"  # the outcome label of an attempt without a diagnosis yet
+
+
+# Metrics ---------------------------------------------------------------------------------------------------------
+
+
+def attempt_metrics(buckets: tuple[float, ...]) -> list[dict]:
+    """One pass over the stored (failed) attempts, grouped by cluster and their current diagnosis's outcome, domain and
+    subdomain: ``count``; ``backlog``, those waiting for triage (ambiguous or unattributed, current diagnosis not
+    reviewed); and the analysis latency (seconds from arrival to the current diagnosis) as ``le`` (cumulative counts,
+    one per bucket bound), ``analysed`` and ``seconds``."""
+    latency = ExpressionWrapper(F("current_diagnosis__created") - F("received"), output_field=DurationField())
+    reviewed = Review.objects.filter(diagnosis=OuterRef("current_diagnosis"))
+    waiting = Q(current_diagnosis__outcome__in=TRIAGE_OUTCOMES) & ~Exists(reviewed)
+    rows = (
+        Attempt.objects.annotate(latency=latency)
+        .values("cluster__name", "current_diagnosis__outcome", "current_diagnosis__domain",
+                "current_diagnosis__subdomain")
+        .annotate(
+            count=Count("pk"),
+            backlog=Count("pk", filter=waiting),
+            analysed=Count("pk", filter=Q(current_diagnosis__isnull=False)),
+            seconds=Sum("latency"),
+            **{f"le_{i}": Count("pk", filter=Q(latency__lte=timedelta(seconds=b))) for i, b in enumerate(buckets)},
+        )
+        .order_by()
+    )  # fmt: skip
+    return [
+        {
+            "cluster": row["cluster__name"],
+            "outcome": row["current_diagnosis__outcome"] or NOT_DIAGNOSED,
+            "domain": row["current_diagnosis__domain"] or "",
+            "subdomain": row["current_diagnosis__subdomain"] or "",
+            "count": row["count"],
+            "backlog": row["backlog"],
+            "analysed": row["analysed"],
+            "seconds": row["seconds"].total_seconds() if row["seconds"] else 0.0,
+            "le": [row[f"le_{i}"] for i in range(len(buckets))],
+        }
+        for row in rows
+    ]
+
+
+def triage_backlog() -> QuerySet[Attempt]:
+    """Ambiguous and unattributed attempts whose current diagnosis nobody has reviewed yet (the triage queue)."""
+    reviewed = Review.objects.filter(diagnosis=OuterRef("current_diagnosis"))
+    return Attempt.objects.filter(current_diagnosis__outcome__in=TRIAGE_OUTCOMES).filter(~Exists(reviewed))
+
+
+def triage_backlog_by_cluster() -> dict[str, int]:
+    rows = triage_backlog().values("cluster__name").annotate(count=Count("pk")).order_by()
+    return {row["cluster__name"]: row["count"] for row in rows}
+
+
+def analysis_failures_by_cluster() -> dict[str, int]:
+    rows = (
+        Attempt.objects.filter(analysis_state=Attempt.Analysis.FAILED)
+        .values("cluster__name")
+        .annotate(count=Count("pk"))
+        .order_by()
+    )
+    return {row["cluster__name"]: row["count"] for row in rows}
+
+
+def clusters_with_discovery() -> QuerySet[Cluster]:
+    return Cluster.objects.only("name", "failures", "enabled")
+
+
+def sources_health() -> QuerySet[Source]:
+    return Source.objects.select_related("cluster").only("cluster__name", "name", "role", "kind", "failures")
+
+
+def drained_by_cluster() -> dict[str, int]:
+    rows = Drain.objects.filter(state=Drain.State.DRAINED).values("cluster__name").annotate(count=Count("pk"))
+    return {row["cluster__name"]: row["count"] for row in rows.order_by()}
+
+
+def deliveries_by_result() -> list[dict]:
+    rows = Delivery.objects.values("incident__rule__channel", "ok").annotate(count=Count("pk")).order_by()
+    return [{"channel": r["incident__rule__channel"], "ok": r["ok"], "count": r["count"]} for r in rows]
+
+
+# Repeat offenders ------------------------------------------------------------------------------------------------
+
+
+def repeat_offender_window() -> datetime:
+    return timezone.now() - timedelta(days=settings.FAULTLINE_REPEAT_OFFENDER_DAYS)
+
+
+def _root_causes_since(since: datetime) -> QuerySet:
+    """Root-cause attributions of current diagnoses of attempts that ended since ``since`` (node, diagnosis rows)."""
+    return Diagnosis.root_cause_nodes.through.objects.filter(
+        diagnosis__attempt__current_diagnosis=F("diagnosis_id"), diagnosis__attempt__end__gte=since
+    )
+
+
+def repeat_offenders() -> list[dict]:
+    """Nodes that were the root cause of at least ``FAULTLINE_REPEAT_OFFENDER_COUNT`` attempts that ended in the last
+    ``FAULTLINE_REPEAT_OFFENDER_DAYS`` days, most first."""
+    rows = (
+        _root_causes_since(repeat_offender_window())
+        .values("node_id", "node__name", "node__cluster__name")
+        .annotate(count=Count("diagnosis_id"))
+        .filter(count__gte=settings.FAULTLINE_REPEAT_OFFENDER_COUNT)
+        .order_by("-count", "node__cluster__name", "node__name")
+    )
+    return [{"node_id": r["node_id"], "node": r["node__name"], "cluster": r["node__cluster__name"],
+             "count": r["count"]} for r in rows]  # fmt: skip
+
+
+def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:
+    """The diagnosis with its attempt, when it is still its attempt's current one (a newer one replaces it)."""
+    diagnosis = (
+        Diagnosis.objects.select_related("attempt__cluster", "attempt__job")
+        .prefetch_related("root_cause_nodes")
+        .filter(pk=diagnosis_id)
+        .first()
+    )
+    return diagnosis if diagnosis is not None and diagnosis.attempt.current_diagnosis_id == diagnosis.pk else None
+
+
+def diagnosis_repeat_offenders(diagnosis: Diagnosis) -> list[tuple[Node, int]]:
+    """The diagnosis's root-cause nodes that are repeat offenders, each with its root causes in the window."""
+    nodes = list(diagnosis.root_cause_nodes.select_related("cluster"))
+    rows = (
+        _root_causes_since(repeat_offender_window())
+        .filter(node__in=nodes)
+        .values("node_id")
+        .annotate(count=Count("diagnosis_id"))
+        .filter(count__gte=settings.FAULTLINE_REPEAT_OFFENDER_COUNT)
+    )
+    counts = {row["node_id"]: row["count"] for row in rows}
+    return [(node, counts[node.pk]) for node in nodes if node.pk in counts]
+
+
+# Notifications ---------------------------------------------------------------------------------------------------
+
+
+def notification_rules() -> QuerySet[NotificationRule]:
+    return NotificationRule.objects.all()
+
+
+def rules_enabled(trigger: str) -> list[NotificationRule]:
+    return list(NotificationRule.objects.filter(enabled=True, trigger=trigger))
+
+
+def incidents_recent(*, limit: int = 50) -> list[Incident]:
+    return list(Incident.objects.select_related("rule").order_by("-opened", "-pk")[:limit])
+
+
+def delivery_list() -> QuerySet[Delivery]:
+    """The delivery log, newest first."""
+    return Delivery.objects.select_related("incident__rule").order_by("-time", "-pk")
+
+
+def deliveries_recent(*, limit: int = 100) -> list[Delivery]:
+    return list(delivery_list()[:limit])
+
+
+# Drains ----------------------------------------------------------------------------------------------------------
+
+
+def drain_table() -> QuerySet[Drain]:
+    return Drain.objects.select_related("cluster", "node", "attempt__job", "proposed_by", "decided_by", "resumed_by")
+
+
+def drains_of_nodes(nodes: list[Node]) -> list[Drain]:
+    return list(drain_table().filter(node__in=nodes))
+
+
+def drains_waiting() -> list[Drain]:
+    return list(drain_table().filter(state=Drain.State.PROPOSED).order_by("proposed", "pk"))
+
+
+def drains_holding() -> list[Drain]:
+    """Drains that hold a node now (approved or drained): what may be resumed."""
+    return list(drain_table().filter(state__in=Drain.HOLDING).order_by("drained", "pk"))
+
+
+def drains_history(*, limit: int = 100) -> list[Drain]:
+    return list(drain_table().exclude(state__in=Drain.ACTIVE)[:limit])
+
+
+def drain_policy_of(cluster: Cluster) -> DrainPolicy:
+    """The cluster's policy (an unsaved default when an admin never set one)."""
+    return DrainPolicy.objects.filter(cluster=cluster).first() or DrainPolicy(cluster=cluster)
+
+
+def drain_policies() -> list[DrainPolicy]:
+    policies = {p.cluster_id: p for p in DrainPolicy.objects.all()}
+    return [policies.get(c.pk) or DrainPolicy(cluster=c) for c in Cluster.objects.all()]
+
+
+def cluster_can_drain(cluster: Cluster) -> bool:
+    """Whether the cluster's scheduler connector can drain nodes (Slurm, Kueue: ``connectors.base.NodeControl``)."""
+    if not cluster.has_scheduler:
+        return False
+    try:
+        cls = connector_class(cluster.connector)
+    except UnusableKind:
+        return False
+    return all(callable(getattr(cls, method, None)) for method in ("drain_node", "resume_node"))

@@ -1,0 +1,1 @@
+"""The hand-offs' writes: ``notifications`` (rules, incidents, deliveries) and ``drains``."""

@@ -1,0 +1,275 @@
+"""Notifications: rules match new diagnoses (announced by the store after commit), events group into incidents, one
+message per incident arrives at a real local endpoint with the documented body, a failed delivery is tried again and
+logged, and a failing endpoint or broker never fails an analysis."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core import mail
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from diagnoses.models import Attempt
+from handoffs import tasks
+from handoffs.models import Delivery, Incident, NotificationRule
+from handoffs.services import notifications
+
+URL_VARIABLE = "FAULTLINE_TEST_WEBHOOK_URL"
+
+
+@pytest.fixture(autouse=True)
+def eager_retries(monkeypatch):
+    """A task applied in-process retries in-process as a worker would (Celery re-raises the retry instead while
+    ``task_eager_propagates`` is on)."""
+    monkeypatch.setitem(tasks.deliver_incident.app.conf, "task_eager_propagates", False)
+
+
+@pytest.fixture
+def receiver(webhook_receiver, monkeypatch):
+    """The local endpoint, its URL in the variable the rules name."""
+    monkeypatch.setenv(URL_VARIABLE, f"{webhook_receiver.url}/hooks/faultline")
+    return webhook_receiver
+
+
+def bodies(receiver) -> list[dict]:
+    assert all(r.method == "POST" and r.path == "/hooks/faultline" for r in receiver.requests)
+    return [request.json() for request in receiver.requests]
+
+
+@pytest.fixture
+def analysed(make_bundle, store, django_capture_on_commit_callbacks):
+    """``analysed(job_id, attempt=0, **fields)``: an attempt (GPU off the bus on node02 unless told) ingested and
+    analysed, its announcement run (what a commit would run): the hand-offs' task, in-process."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+
+    def analyse(job_id: str, attempt: int = 0, **fields) -> Attempt:
+        with django_capture_on_commit_callbacks(execute=True):
+            return store(make_bundle(job_id=job_id, attempt=attempt, start=start, **fields))
+
+    return analyse
+
+
+def rule(**fields) -> NotificationRule:
+    values = {"name": "gpu faults", "channel": "webhook", "url_env": URL_VARIABLE, "group_seconds": 60,
+              "quiet_seconds": 3600, **fields}  # fmt: skip
+    return notifications.rule_save(**values)
+
+
+def send_due(django_capture_on_commit_callbacks, *, after: float) -> list[int]:
+    """What beat's tick does ``after`` seconds from now: queue the due messages, then what a worker does with each
+    queued delivery (retries included), here in-process."""
+    with django_capture_on_commit_callbacks() as queued:
+        due = notifications.incidents_queue_due(now=timezone.now() + timedelta(seconds=after))
+    assert len(queued) == len(due)
+    for pk in due:
+        tasks.deliver_incident.apply(args=[pk])
+    return due
+
+
+def test_one_message_per_grouped_incident_with_the_documented_body(
+    receiver, analysed, django_capture_on_commit_callbacks
+):
+    rule(subdomains=["gpu.bus"], group_by="job")
+    first = analysed("512", attempt=0)  # one job on many nodes, requeued twice: one incident
+    analysed("512", attempt=1)
+    analysed("512", attempt=2)
+    analysed("513")
+    analysed("514", faulty=None)  # unattributed: the rule does not match
+
+    assert send_due(django_capture_on_commit_callbacks, after=30) == []  # the grouping window is still open
+    assert bodies(receiver) == []
+    assert len(send_due(django_capture_on_commit_callbacks, after=61)) == 2
+    assert len(bodies(receiver)) == 2
+    body = next(b for b in bodies(receiver) if b["incident"]["key"] == "dgx-a/512")
+    assert set(body) == {"version", "rule", "trigger", "summary", "incident", "items", "items_omitted"}
+    assert body["version"] == 1
+    assert body["rule"] == "gpu faults"
+    assert body["trigger"] == "diagnosis"
+    assert body["incident"]["events"] == 3
+    assert body["incident"]["url"].endswith(f"/notifications/#incident-{body['incident']['id']}")
+    assert body["summary"] == "Faultline: job 512 on dgx-a: attributed, hardware / gpu.bus on node02 (+2 more events)"
+    assert body["items_omitted"] == 0
+    assert [item["attempt"] for item in body["items"]] == [0, 1, 2]
+    item = body["items"][0]
+    assert item == {
+        "kind": "diagnosis", "cluster": "dgx-a", "job_id": "512", "attempt": 0, "attempt_id": first.pk,
+        "state": first.state, "outcome": "attributed", "domain": "hardware", "subdomain": "gpu.bus",
+        "root_cause_nodes": ["node02"], "text": "job 512 on dgx-a: attributed, hardware / gpu.bus on node02",
+        "url": f"http://localhost:8000/attempts/{first.pk}/",
+    }  # fmt: skip
+    assert Delivery.objects.filter(ok=True).count() == 2
+
+    analysed("512", attempt=3)  # within the quiet period: joins the incident already sent, sends nothing
+    assert send_due(django_capture_on_commit_callbacks, after=120) == []
+    assert len(bodies(receiver)) == 2
+    assert Incident.objects.get(key="dgx-a/512").events == 4
+
+
+def test_grouping_by_root_cause_makes_one_message_of_many_jobs(receiver, analysed, django_capture_on_commit_callbacks):
+    rule(group_by="root_cause", outcomes=["attributed"], clusters=["dgx-a"])
+    for job in range(20, 26):
+        analysed(str(job))
+    send_due(django_capture_on_commit_callbacks, after=61)
+    assert len(bodies(receiver)) == 1
+    assert bodies(receiver)[0]["incident"]["key"] == "dgx-a/hardware/gpu.bus"
+    assert bodies(receiver)[0]["incident"]["events"] == 6
+
+
+def test_a_failed_delivery_is_tried_again_and_logged(receiver, analysed, django_capture_on_commit_callbacks):
+    rule()
+    analysed("600")
+    receiver.statuses.extend([503, 500])  # the endpoint fails twice, then answers
+    send_due(django_capture_on_commit_callbacks, after=61)
+
+    assert len(bodies(receiver)) == 3
+    assert bodies(receiver)[0] == bodies(receiver)[2]
+    incident = Incident.objects.get()
+    assert incident.state == Incident.State.SENT
+    log = list(incident.deliveries.order_by("number").values_list("number", "ok", "answer"))
+    assert log == [(1, False, "HTTP 503 unavailable"), (2, False, "HTTP 500 unavailable"), (3, True, "HTTP 200 ok")]
+
+
+def test_a_delivery_gives_up_after_the_retries_or_at_once_on_a_permanent_error(receiver, analysed, settings):
+    settings.FAULTLINE_NOTIFICATION_RETRIES = 2
+    rule()
+    analysed("601")
+    incident = Incident.objects.get()
+    receiver.statuses.extend([503, 503, 503])
+    tasks.deliver_incident.apply(args=[incident.pk])
+    incident.refresh_from_db()
+    assert incident.state == Incident.State.FAILED
+    assert incident.deliveries.count() == 3  # the first try and two retries
+
+    incident.state = Incident.State.QUEUED
+    incident.save()
+    receiver.statuses.extend([404])
+    tasks.deliver_incident.apply(args=[incident.pk])
+    incident.refresh_from_db()
+    assert incident.state == Incident.State.FAILED
+    assert incident.deliveries.count() == 4
+
+
+def test_slack_and_email_channels(receiver, analysed, django_capture_on_commit_callbacks):
+    rule(name="slack", channel="slack")
+    rule(name="mail", channel="email", url_env="", recipients=["oncall@example.org"])
+    analysed("700")
+    send_due(django_capture_on_commit_callbacks, after=61)
+    assert len(bodies(receiver)) == 1
+    assert set(bodies(receiver)[0]) == {"text"}
+    assert bodies(receiver)[0]["text"].startswith("Faultline: job 700 on dgx-a: attributed, hardware / gpu.bus")
+    assert len(mail.outbox) == 1
+    assert mail.outbox[0].to == ["oncall@example.org"]
+    assert "job 700" in mail.outbox[0].subject
+    assert "/attempts/" in mail.outbox[0].body
+
+
+def test_a_node_becoming_a_repeat_offender_and_the_backlog(receiver, analysed, django_capture_on_commit_callbacks):
+    rule(name="offenders", trigger="repeat_offender", group_by="cluster")
+    rule(name="backlog", trigger="backlog", backlog_threshold=1)
+    analysed("800")
+    analysed("801")
+    assert not Incident.objects.filter(rule__name="offenders").exists()  # twice is not yet a repeat offender
+    analysed("802")
+    analysed("803", faulty=None)
+    analysed("804", faulty=None)
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.send_due_notifications.apply()  # beat's tick: the backlog of 2 is past 1; nothing due yet
+    send_due(django_capture_on_commit_callbacks, after=61)
+    by_rule = {body["rule"]: body for body in bodies(receiver)}
+    assert by_rule["offenders"]["items"][0]["node"] == "node02"
+    assert by_rule["offenders"]["items"][0]["root_causes"] == 3
+    assert by_rule["backlog"]["items"][0]["backlog"] == 2
+
+
+def test_the_webhook_url_is_a_secret_by_reference(monkeypatch, tmp_path, db):
+    with pytest.raises(ValidationError, match="which is not set"):
+        rule(url_env="FAULTLINE_TEST_UNSET_VARIABLE")
+    with pytest.raises(ValidationError, match="exactly one"):
+        rule(url_env="", url_file="")
+    secret = tmp_path / "webhook"
+    secret.write_text("https://hooks.example.org/services/T000/B000/XXXX\n")
+    saved = rule(url_env="", url_file=str(secret))
+    assert "XXXX" not in str(NotificationRule.objects.filter(pk=saved.pk).values().get())
+
+
+def test_a_failing_hand_off_never_fails_an_analysis(analysed, monkeypatch, receiver):
+    rule()
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("the broker is down")
+
+    monkeypatch.setattr(tasks.diagnosis_handoffs, "delay", broker_down)
+    attempt = analysed("900")
+    assert attempt.analysis_state == Attempt.Analysis.ANALYSED
+    assert attempt.current_diagnosis is not None
+    assert not Incident.objects.exists()
+
+
+# -- a real worker -------------------------------------------------------------------------------------------------
+
+BROKER = os.environ.get("FAULTLINE_TEST_BROKER_URL", "redis://127.0.0.1:6379/10")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_delivers_after_the_endpoint_fails(
+    webhook_receiver, celery_worker_process, make_bundle, tmp_path, bundle_root
+):
+    """The whole path in real processes: a worker analyses an uploaded attempt, its announcement queues the
+    hand-offs, beat's tick queues the delivery, the endpoint fails once and the retry delivers."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import redis
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker shares the test database: it needs PostgreSQL")
+    redis.Redis.from_url(BROKER).flushdb()
+    environment = {
+        "PATH": os.environ["PATH"],
+        "DATABASE_URL": celery_worker_process.database_url(),
+        "CELERY_BROKER_URL": BROKER,
+        "FAULTLINE_BUNDLE_ROOT": str(bundle_root),
+        "FAULTLINE_VAR_DIR": str(tmp_path / "var"),
+        "FAULTLINE_NOTIFICATION_TICK": "1",
+        "FAULTLINE_NOTIFICATION_BACKOFF": "1",
+        URL_VARIABLE: f"{webhook_receiver.url}/hooks/faultline",
+    }
+    NotificationRule.objects.create(name="worker", url_env=URL_VARIABLE, group_seconds=0)
+    webhook_receiver.statuses.append(503)
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    make_bundle(job_id="4242", start=start)
+    celery_worker_process("handoffs", environment)
+    subprocess.run([sys.executable, "manage.py", "ingest", "-v0", str(tmp_path / "bundles")],
+                   cwd=Path(__file__).resolve().parents[2], env=environment, check=True)  # fmt: skip
+    deadline = time.monotonic() + 90
+    while not Incident.objects.filter(state=Incident.State.SENT).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    incident = Incident.objects.get()
+    assert incident.state == Incident.State.SENT
+    assert list(incident.deliveries.order_by("number").values_list("number", "ok")) == [(1, False), (2, True)]
+    assert len(bodies(webhook_receiver)) == 2
+    assert bodies(webhook_receiver)[1]["items"][0]["job_id"] == "4242"
+
+
+def test_a_re_analysis_with_another_revision_notifies_nobody(receiver, analysed, django_capture_on_commit_callbacks):
+    from diagnoses.services import analysis
+    from rules import services as rule_services
+
+    rule()
+    attempt = analysed("950")
+    assert Incident.objects.get().events == 1
+    first = rule_services.active_revision()
+    draft = rule_services.revision_create(ruleset=first.ruleset, text=first.text.replace("# ", "## ", 1))
+    rule_services.revision_activate(revision=draft)
+    with django_capture_on_commit_callbacks(execute=True) as announced:
+        diagnosis = analysis.attempt_analyse(attempt_id=attempt.pk)
+    assert diagnosis.revision == draft
+    assert len(announced) == 1  # announced (first=False), and the hand-offs let it pass
+    assert Incident.objects.get().events == 1
