@@ -18,8 +18,8 @@ from diagnoses.columns import fitted
 from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
-from diagnoses.signals import diagnosis_recorded_send
 from diagnoses.services.verdicts import attempt_verdict_update
+from diagnoses.signals import diagnosis_recorded_send
 from engine import Analysis, to_json
 from engine.bundle import BundleError
 from rules.engine_limits import bundle_limits
