@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from diagnoses.models import Attempt, Cluster, Node
 from handoffs import selectors
@@ -74,6 +74,7 @@ def _refused(request, error: ValidationError) -> None:
 
 
 @login_required
+@require_GET
 def notification_list(request):
     may_configure = request.user.has_perm(CONFIGURE_RULES)
     return render(request, "pages/handoffs/notifications.html", _notifications_context(request, may_configure))
@@ -134,6 +135,7 @@ def notification_rule_delete(request, pk: int):
 
 
 @login_required
+@require_GET
 def drain_list(request):
     context = {
         "waiting": selectors.drains_waiting(),

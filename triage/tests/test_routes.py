@@ -52,7 +52,8 @@ def expected(route: str, method: str, principal: str) -> set[str]:
         return {"ok"} if principal in who(entry[method]) else {"denied"}
     if any(principal in who(allowed) for allowed in entry.values()):
         return {"405"}
-    return {"denied"} if principal == "anonymous" else {"405", "denied"}
+    signed_in_only = any(who(allowed) for allowed in entry.values())  # else no session opens it (/metrics)
+    return {"denied"} if principal == "anonymous" and signed_in_only else {"405", "denied"}
 
 
 class Principal:
