@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "api",
     "pages",
     "workbench",
+    "triage",
 ]
 
 MIDDLEWARE = [
