@@ -32,7 +32,6 @@ test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Promet
 	scripts/services.sh
 	scripts/browser.sh
 	scripts/slurm.sh
-	scripts/browser.sh
 	PYTHON=$(BIN)/python scripts/prometheus.sh
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest
 

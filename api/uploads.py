@@ -1,11 +1,34 @@
 """Reading a posted bundle: the body as ``application/gzip`` or the multipart field ``bundle``."""
 
+import time
+
 from django.conf import settings
 from rest_framework.exceptions import APIException, ErrorDetail, ValidationError
 
 from diagnoses.bundle_store import BundleRejected, BundleTooLarge, LimitedReader
 
 GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream")
+
+
+class TooSlow(APIException):
+    status_code = 422
+    default_detail = "The bundle takes too long to analyse here: store it (POST /api/v1/attempts) instead."
+    default_code = "too_slow"
+
+
+class Deadline:
+    """The engine's interrupt hook for a request: raises ``TooSlow`` once ``seconds`` have passed."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def __call__(self) -> None:
+        if time.monotonic() > self.end:
+            raise TooSlow(
+                f"the analysis took longer than {self.seconds:g} s (FAULTLINE_ANALYZE_TIME_LIMIT): store the bundle "
+                "with POST /api/v1/attempts to have it analysed by a worker"
+            )
 
 
 class Conflict(APIException):

@@ -3,6 +3,7 @@ analyse endpoint. Resource viewsets and a few actions, all thin: they call selec
 
 import shutil
 
+from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpResponse
@@ -32,7 +33,7 @@ from api.serializers import (
     PollQueuedSerializer,
     ReviewSerializer,
 )
-from api.uploads import Conflict, bundle_stream, rejected
+from api.uploads import Conflict, Deadline, bundle_stream, rejected
 from diagnoses import bundle_store, selectors
 from diagnoses.filters import (
     AttemptFilter,
@@ -45,6 +46,7 @@ from diagnoses.filters import (
 from diagnoses.services import attempts, clusters, discovery, reviews
 from engine import to_json
 from engine.bundle import BundleError, load_bundle
+from rules.engine_limits import bundle_limits
 from rules.selectors import engine_current
 
 BUNDLE_BODY = {"application/gzip": OpenApiTypes.BINARY, "multipart/form-data": BundleUploadSerializer}
@@ -206,18 +208,21 @@ class AnalyzeView(APIView):
 
     @extend_schema(request=BUNDLE_BODY, responses={200: OpenApiTypes.OBJECT})
     def post(self, request):
+        deadline = Deadline(settings.FAULTLINE_ANALYZE_TIME_LIMIT)
+        limits = bundle_limits()
         staging = bundle_store.stage()
         try:
             try:
                 bundle_store.extract_archive(bundle_stream(request), staging)
                 bundle = bundle_store.locate(staging)
                 bundle_store.read_attempt(bundle)
-                context = load_bundle(bundle)
+                context = load_bundle(bundle, limits=limits)
             except BundleError as exc:
                 raise rejected(bundle_store.BundleRejected(str(exc))) from None
             except bundle_store.BundleRejected as exc:
                 raise rejected(exc) from None
-            diagnosis = engine_current().diagnose(context)
+            deadline()
+            diagnosis = engine_current().diagnose(context, limits=limits, interrupt=deadline)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return HttpResponse(to_json(diagnosis), content_type="application/json")

@@ -11,7 +11,6 @@ of members; members must be plain files or directories with relative paths insid
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import shutil
 import tarfile
@@ -25,9 +24,12 @@ from django.conf import settings
 
 from engine.bundle import ATTEMPT_FILE, BundleError, parse_attempt, write_bundle
 from engine.context import Attempt, AttemptContext
+from engine.limits import TooLarge, load_json
+from rules.engine_limits import bundle_limits
 
 CHUNK = 1 << 20
 HEADER_ALLOWANCE = 1024  # tar header and padding bytes allowed per member beyond its content
+NAME_PART_BYTES = 255  # what a file system allows for one file name
 
 
 class BundleRejected(Exception):
@@ -105,7 +107,7 @@ def extract_archive(stream, destination: Path, *, max_bytes: int | None = None, 
                 files += 1
                 if files > max_files:
                     raise BundleTooLarge(f"the archive has more than {max_files:,} members")
-                relative = _member_path(member.name)
+                relative = _member_path(member.name, settings.FAULTLINE_BUNDLE_MAX_NAME)
                 if member.isdir():
                     (destination / relative).mkdir(parents=True, exist_ok=True)
                     continue
@@ -130,12 +132,25 @@ def extract_archive(stream, destination: Path, *, max_bytes: int | None = None, 
         if files == 0:
             raise BundleRejected("not a tar archive inside the gzip stream (send a .tar.gz)") from None
         raise BundleRejected(f"the archive is damaged after {files} members ({exc})") from None
-    except (NotADirectoryError, IsADirectoryError) as exc:
-        raise BundleRejected(f"{exc.filename}: a file and a directory of the same name") from None
+    except (NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
+        raise BundleRejected(f"{_inside(exc.filename, destination)}: a file and a directory of the same name") from None
 
 
-def _member_path(name: str) -> PurePosixPath:
+def _inside(filename, destination: Path) -> str:
+    """A path under the staging folder as the archive names it."""
+    try:
+        return Path(filename).relative_to(destination).as_posix()
+    except (TypeError, ValueError):
+        return str(filename)
+
+
+def _member_path(name: str, longest: int) -> PurePosixPath:
+    if len(name) > longest:
+        raise BundleRejected(f"{name[:80]}...: a member name longer than {longest:,} characters")
     path = PurePosixPath(name)
+    for part in path.parts:
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_PART_BYTES:
+            raise BundleRejected(f"{part[:80]}...: a file name longer than {NAME_PART_BYTES} bytes in a member name")
     if path.is_absolute() or name.startswith("\\") or "\0" in name:
         raise BundleRejected(f"{name}: absolute paths are not allowed in a bundle archive")
     if ".." in path.parts or "\\" in name:
@@ -177,12 +192,17 @@ def read_attempt(bundle: Path) -> tuple[dict, Attempt]:
     file = bundle / ATTEMPT_FILE
     if not file.is_file():
         raise BundleRejected(f"{ATTEMPT_FILE}: missing (a bundle holds attempt.json at its top)")
+    limits = bundle_limits()
+    if file.stat().st_size > limits.json_bytes:
+        raise BundleRejected(f"{ATTEMPT_FILE}: larger than {limits.json_bytes:,} bytes")
     try:
-        record = json.loads(file.read_bytes())
+        record = load_json(file.read_bytes(), limits)
+    except TooLarge as exc:
+        raise BundleRejected(f"{ATTEMPT_FILE}: {exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleRejected(f"{ATTEMPT_FILE}: not valid JSON ({exc})") from None
     try:
-        return record, parse_attempt(record, where=ATTEMPT_FILE, strict=True)
+        return record, parse_attempt(record, where=ATTEMPT_FILE, strict=True, limits=limits)
     except BundleError as exc:
         raise BundleRejected(str(exc)) from None
 

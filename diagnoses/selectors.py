@@ -11,6 +11,7 @@ from diagnoses import bundle_store
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
 from engine.bundle import load_bundle
 from engine.context import AttemptContext
+from rules.engine_limits import bundle_limits
 
 EXCERPT_LINE_CAP = 2000  # characters shown of one line
 
@@ -138,7 +139,7 @@ def attempt_context(attempt: Attempt) -> AttemptContext:
     never gathered here: raises ``NotGathered`` (found by polling, not gathered yet) or ``BundleError``."""
     if attempt.discovery is not None and attempt.gathered is None:
         raise NotGathered(f"{attempt} is not gathered yet: its analysis gathers it from the cluster's sources")
-    return load_bundle(bundle_store.path_of(attempt.bundle))
+    return load_bundle(bundle_store.path_of(attempt.bundle), limits=bundle_limits())
 
 
 def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict]:

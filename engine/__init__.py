@@ -12,6 +12,7 @@ from engine.context import AttemptContext
 from engine.events import Event
 from engine.extract import Extractor
 from engine.flight_recorder.attempt import AttemptDumps, attempt_dumps
+from engine.limits import DEFAULT_LIMITS, Interrupt, Limits
 from engine.loader import RuleError, RuleSetError, load_rules, parse_ruleset
 from engine.report import build, to_json, to_text
 from engine.ruleset import RuleSet
@@ -19,6 +20,7 @@ from engine.ruleset import RuleSet
 __all__ = [
     "Analysis",
     "Engine",
+    "Limits",
     "RuleError",
     "RuleSetError",
     "diagnose",
@@ -50,14 +52,18 @@ class Engine:
         self.ruleset = ruleset
         self.extractor = Extractor(ruleset, cache)
 
-    def analyse(self, context: AttemptContext) -> Analysis:
+    def analyse(
+        self, context: AttemptContext, *, limits: Limits = DEFAULT_LIMITS, interrupt: Interrupt | None = None
+    ) -> Analysis:
+        """``limits``: how long a log line may be (the other limits apply when the bundle is read);
+        ``interrupt``: called as the log streams are read, it raises to stop a long analysis."""
         dumps = attempt_dumps(context)
-        events, stats = self.extractor.extract(context, dumps)
+        events, stats = self.extractor.extract(context, dumps, limits=limits, interrupt=interrupt)
         result = attribute(events, context.attempt, self.ruleset)
         return Analysis(build(context, self.ruleset, result, stats, dumps), result.events, dumps)
 
-    def diagnose(self, context: AttemptContext) -> dict:
-        return self.analyse(context).diagnosis
+    def diagnose(self, context: AttemptContext, **options) -> dict:
+        return self.analyse(context, **options).diagnosis
 
 
 def diagnose(context: AttemptContext, ruleset: RuleSet, cache: Path | None = None) -> dict:

@@ -8,7 +8,7 @@ loaded whole.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +29,29 @@ def stream_kind(name: str) -> str:
     return "app"
 
 
+class TaskRanks(Mapping):
+    """The ranks of ``tasks_per_node`` tasks on each node, in node order (rank r runs on node
+    r // per_node): computed when asked, never expanded, so a huge ``tasks_per_node`` costs nothing."""
+
+    def __init__(self, nodes: tuple[str, ...], per_node: int):
+        self.nodes = nodes
+        self.per_node = per_node
+
+    def __getitem__(self, rank: int) -> str:
+        if isinstance(rank, int) and 0 <= rank < len(self):
+            return self.nodes[rank // self.per_node]
+        raise KeyError(rank)
+
+    def __len__(self) -> int:
+        return len(self.nodes) * self.per_node
+
+    def __iter__(self):
+        return iter(range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"TaskRanks({len(self.nodes)} nodes x {self.per_node})"
+
+
 @dataclass(frozen=True)
 class Attempt:
     """The scheduler's record of one attempt (``attempt.json``)."""
@@ -45,7 +68,7 @@ class Attempt:
     user: str = ""
     exit_code: str = ""
     reason: str = ""
-    ranks: dict[int, str] = field(default_factory=dict)
+    ranks: Mapping[int, str] = field(default_factory=dict)  # a dict, or TaskRanks
     timezone: str = "UTC"
 
 

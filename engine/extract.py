@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.context import AttemptContext, LogStream
 from engine.events import Event
 from engine.flight_recorder.attempt import AttemptDumps
+from engine.limits import DEFAULT_LIMITS, Interrupt, Limits
 from engine.normalise import AUDIT_ANCHOR, BOOT_START, RTC_ANCHOR, BootClock, Clock, Parsed, parse_line
 from engine.prefilter import Prefilter
 from engine.ruleset import Rule, RuleSet
 from engine.timing import BlockTimes, Stamp, own_stamp
 
-BLOCK_BYTES = 8 << 20
-MAX_LINE_BYTES = 16 << 20  # longer lines are matched in pieces of this size (a match across pieces is lost)
+BLOCK_BYTES = 8 << 20  # a line is cut at the larger of this and Limits.line_bytes
 EVENTS_PER_RULE = 500  # distinct events kept per rule and stream; further ones only count
 ANCHORS = (RTC_ANCHOR.pattern, AUDIT_ANCHOR.pattern, BOOT_START.pattern)
 
@@ -32,6 +33,7 @@ class StreamStats:
     lines: int = 0
     bytes: int = 0
     error: str = ""
+    cut: int = 0  # lines longer than the line limit, cut there
     last: float | None = None
     progress: dict[tuple[str, str | None], Progress] = field(default_factory=dict)  # by (rule, node)
 
@@ -70,16 +72,24 @@ class Extractor:
         self.flight_recorder_rules = [r for r in ruleset.rules if r.flight_recorder]
 
     def extract(
-        self, context: AttemptContext, dumps: AttemptDumps | None = None
+        self,
+        context: AttemptContext,
+        dumps: AttemptDumps | None = None,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        interrupt: Interrupt | None = None,
     ) -> tuple[list[Event], list[StreamStats]]:
-        """The attempt's events; ``dumps`` are its Flight Recorder dumps as ``attempt_dumps`` read them."""
+        """The attempt's events; ``dumps`` are its Flight Recorder dumps as ``attempt_dumps`` read them.
+        ``interrupt`` is called between blocks of the log streams (it raises to stop)."""
         attempt = context.attempt
         clock = Clock(attempt.timezone, attempt.start, attempt.end)
         nodes = NodeNames(attempt.nodes)
         events: list[Event] = []
         stats = []
         for stream in sorted(context.streams, key=lambda s: s.ref):
-            found, stat = self.scan_stream(stream, clock, nodes, attempt.ranks, attempt.job_id)
+            found, stat = self.scan_stream(
+                stream, clock, nodes, attempt.ranks, attempt.job_id, line_bytes=limits.line_bytes, interrupt=interrupt
+            )
             events.extend(found)
             stats.append(stat)
         events.extend(self.silence_events(context, stats))
@@ -92,7 +102,17 @@ class Extractor:
 
     # -- log streams --
 
-    def scan_stream(self, stream: LogStream, clock: Clock, nodes: NodeNames, ranks: dict[int, str], job_id: str = ""):
+    def scan_stream(
+        self,
+        stream: LogStream,
+        clock: Clock,
+        nodes: NodeNames,
+        ranks: Mapping[int, str],
+        job_id: str = "",
+        *,
+        line_bytes: int = Limits.line_bytes,
+        interrupt: Interrupt | None = None,
+    ):
         kind = stream.kind
         plan = self.plans[kind]
         system = kind == "system"
@@ -117,7 +137,9 @@ class Extractor:
             return [], stat
         try:
             with handle:
-                for block, end in _blocks(handle):  # block[:end] holds whole lines; bytes past end are ignored
+                for block, end in _blocks(handle, line_bytes, stat):  # block[:end]: whole lines
+                    if interrupt is not None:
+                        interrupt()
                     stat.bytes += end
                     times = BlockTimes(block, end, parse, carried)
                     if waiting:
@@ -435,25 +457,40 @@ def _number(value: float) -> str:
     return str(int(value)) if math.isfinite(value) and value == int(value) else repr(value)
 
 
-def _blocks(handle):
-    """(data, end) pairs: ``data[:end]`` holds whole lines (a line longer than MAX_LINE_BYTES comes in pieces).
+def _blocks(handle, line_bytes: int, stat: StreamStats):
+    """(data, end) pairs: ``data[:end]`` holds whole lines. A line longer than ``line_bytes`` (at least a
+    block) is cut: its first ``line_bytes`` come as a line, the rest up to its newline is skipped and
+    ``stat.cut`` counts it; the lines after it are read as usual.
 
     A seekable stream is read without copying: the partial last line is read again with the next block.
     """
+    line_bytes = max(line_bytes, BLOCK_BYTES)
     seekable = handle.seekable()
     carry = b""
+    skipping = False  # inside a cut line
     while True:
-        block = handle.read(BLOCK_BYTES)
-        if carry:
-            block, carry = carry + block, b""
+        data = handle.read(BLOCK_BYTES)
+        if skipping and data:
+            newline = data.find(b"\n")
+            if newline == -1:
+                continue
+            data, skipping = data[newline + 1 :], False
+            if not data:
+                continue
+        block, carry = (carry + data if carry else data), b""
         if not block:
             return
+        if not data:  # the end of the stream: what is left is its last line
+            yield block, len(block)
+            return
         cut = block.rfind(b"\n") + 1
-        if cut == 0 or len(block) < BLOCK_BYTES:  # a very long line, or the end of the stream
-            if len(block) >= MAX_LINE_BYTES or len(block) < BLOCK_BYTES:
-                yield block, len(block)
-                continue
-            carry = block  # keep reading until the line ends or grows past MAX_LINE_BYTES
+        if cut == 0:  # no line ends in this block
+            if len(block) >= line_bytes:
+                stat.cut += 1
+                skipping = True
+                yield block[:line_bytes] + b"\n", line_bytes + 1
+            else:
+                carry = block  # keep reading until the line ends or reaches line_bytes
             continue
         if cut < len(block):
             if seekable:

@@ -164,6 +164,10 @@ def _sources(context: AttemptContext, stats: list[StreamStats], dumps: AttemptDu
         if broken:
             status = "unreadable" if len(broken) == len(members) else "partial"
             detail += "; " + "; ".join(f"{s.stream.ref}: {s.error}" for s in broken)
+        cut = [s for s in members if s.cut]
+        if cut:
+            status = "partial" if status == "ok" else status
+            detail += "; " + "; ".join(f"{s.stream.ref}: {s.cut:,} over-long line(s) cut" for s in cut)
         out.append({"name": name, "kind": kind, "status": status, "detail": detail})
     with_system = {s.stream.node for s in stats if s.stream.kind == "system" and s.stream.node and not s.error}
     aggregated = any(s.stream.kind == "system" and s.stream.node is None for s in stats)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from engine.limits import Limits
 from triage.env import env_bool, env_int, env_list, env_secret_key, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -124,6 +125,19 @@ FAULTLINE_RULES_PATH = Path(env_str("FAULTLINE_RULES_PATH", str(BASE_DIR / "rule
 FAULTLINE_UPLOAD_MAX_BYTES = env_int("FAULTLINE_UPLOAD_MAX_BYTES", 256 << 20)
 FAULTLINE_BUNDLE_MAX_BYTES = env_int("FAULTLINE_BUNDLE_MAX_BYTES", 2 << 30)
 FAULTLINE_BUNDLE_MAX_FILES = env_int("FAULTLINE_BUNDLE_MAX_FILES", 10_000)
+FAULTLINE_BUNDLE_MAX_NAME = env_int("FAULTLINE_BUNDLE_MAX_NAME", 1024)  # characters of a member's path
+# What the engine reads of a bundle (engine/limits.py, docs/operations.md): a longer log line is cut
+# and flagged; a larger or deeper JSON file is reported unreadable (attempt.json: refused); events and
+# series past their counts are left out and reported; more nodes or ranks are refused.
+FAULTLINE_LINE_MAX_BYTES = env_int("FAULTLINE_LINE_MAX_BYTES", Limits.line_bytes)
+FAULTLINE_JSON_MAX_BYTES = env_int("FAULTLINE_JSON_MAX_BYTES", Limits.json_bytes)
+FAULTLINE_JSON_MAX_DEPTH = env_int("FAULTLINE_JSON_MAX_DEPTH", Limits.json_depth)
+FAULTLINE_EVENTS_MAX = env_int("FAULTLINE_EVENTS_MAX", Limits.events)
+FAULTLINE_SERIES_MAX = env_int("FAULTLINE_SERIES_MAX", Limits.series)
+FAULTLINE_NODES_MAX = env_int("FAULTLINE_NODES_MAX", Limits.nodes)
+FAULTLINE_RANKS_MAX = env_int("FAULTLINE_RANKS_MAX", Limits.ranks)
+# POST /api/v1/analyze answers within this many seconds (422 past it; keep it below the web server's timeout).
+FAULTLINE_ANALYZE_TIME_LIMIT = env_int("FAULTLINE_ANALYZE_TIME_LIMIT", 20)
 # The pipeline: transient connector errors are retried with exponential backoff this many times;
 # an attempt analysing for longer than FAULTLINE_STUCK_AFTER seconds (its worker was lost) is
 # re-enqueued by the reaper, at most FAULTLINE_MAX_ANALYSIS_RUNS analyses in all.

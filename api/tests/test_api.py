@@ -360,3 +360,36 @@ def test_the_schema_and_docs_are_served_to_signed_in_users(viewer):
     docs = viewer.get("/api/docs/")
     assert docs.status_code == 200
     assert b"/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs.content  # served locally, no CDN
+
+
+def test_analyze_answers_422_when_the_analysis_passes_its_time_limit(
+    viewer, make_bundle, settings, tar_gz, stored_bundles, staging_left
+):
+    settings.FAULTLINE_ANALYZE_TIME_LIMIT = 0
+
+    response = viewer.post("/api/v1/analyze", data=tar_gz(make_bundle()), content_type="application/gzip")
+
+    assert response.status_code == 422
+    assert error(response)["code"] == "too_slow"
+    assert "FAULTLINE_ANALYZE_TIME_LIMIT" in error(response)["message"]
+    assert stored_bundles() == []
+    assert staging_left() == []
+
+
+@pytest.mark.parametrize("endpoint", ["/api/v1/attempts", "/api/v1/analyze"])
+def test_a_huge_tasks_per_node_is_refused_without_expanding_the_ranks(
+    triager, make_bundle, tar_gz, endpoint, stored_bundles, staging_left
+):
+    import json
+
+    bundle = make_bundle()
+    record = json.loads((bundle / "attempt.json").read_text())
+    (bundle / "attempt.json").write_text(json.dumps({**record, "tasks_per_node": 100_000_000}))
+
+    response = triager.post(endpoint, data=tar_gz(bundle), content_type="application/gzip")
+
+    assert response.status_code == 400
+    assert "field 'tasks_per_node': more than the 1,048,576 ranks allowed" in error(response)["message"]
+    assert not Attempt.objects.exists()
+    assert stored_bundles() == []
+    assert staging_left() == []

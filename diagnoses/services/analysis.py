@@ -19,6 +19,7 @@ from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
 from engine import Analysis, to_json
 from engine.bundle import BundleError
+from rules.engine_limits import bundle_limits
 from rules.models import RuleSetRevision
 from rules.selectors import revision_engine
 from rules.services import active_revision
@@ -63,7 +64,7 @@ def attempt_analyse(*, attempt_id: int, final: bool = True) -> Diagnosis | None:
         attempt_fail(attempt=attempt, reason=f"gathering the context failed: {type(exc).__name__}: {exc}")
         return None
     try:
-        analysis = revision_engine(revision).analyse(context)
+        analysis = revision_engine(revision).analyse(context, limits=bundle_limits())
     except Exception as exc:
         logger.exception("analysis of attempt %s failed", attempt.pk)
         attempt_fail(attempt=attempt, reason=f"the analysis failed: {type(exc).__name__}: {exc}")

@@ -7,21 +7,23 @@ are opened lazily by the engine, so a bundle of any size costs the same to load.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from engine.bundle.query_range import parse_query_range
+from engine.bundle.query_range import series_of_document
 from engine.context import (
     Attempt,
     AttemptContext,
     LogStream,
     SchedulerEvent,
     SourceReport,
+    TaskRanks,
     TraceFile,
     stream_kind,
 )
+from engine.limits import DEFAULT_LIMITS, Limits, load_json
 
 ATTEMPT_FILE = "attempt.json"
 LOG_SUFFIXES = (".log", ".out", ".err")
@@ -60,7 +62,9 @@ def parse_time(value: object, where: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def parse_attempt(data: object, *, where: str = ATTEMPT_FILE, strict: bool = False) -> Attempt:
+def parse_attempt(
+    data: object, *, where: str = ATTEMPT_FILE, strict: bool = False, limits: Limits = DEFAULT_LIMITS
+) -> Attempt:
     """Validate an ``attempt.json`` document. ``strict`` also rejects unknown fields."""
     if not isinstance(data, dict):
         raise BundleError(f"{where}: expected a JSON object")
@@ -93,6 +97,8 @@ def parse_attempt(data: object, *, where: str = ATTEMPT_FILE, strict: bool = Fal
     if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) and n.strip() for n in nodes):
         raise BundleError(f"{where}: field 'nodes' must be a non-empty list of node names")
     nodes = tuple(dict.fromkeys(n.strip() for n in nodes))
+    if len(nodes) > limits.nodes:
+        raise BundleError(f"{where}: field 'nodes': {len(nodes):,} nodes, more than the {limits.nodes:,} allowed")
     start = parse_time(data["start"], f"{where}: field 'start'")
     end = parse_time(data["end"], f"{where}: field 'end'")
     if end < start:
@@ -115,21 +121,24 @@ def parse_attempt(data: object, *, where: str = ATTEMPT_FILE, strict: bool = Fal
         user=text_fields["user"],
         exit_code=text_fields["exit_code"],
         reason=text_fields["reason"],
-        ranks=_rank_map(data, nodes, where),
+        ranks=_rank_map(data, nodes, where, limits.ranks),
         timezone=timezone,
     )
 
 
-def _rank_map(data: dict, nodes: tuple[str, ...], where: str) -> dict[int, str]:
+def _rank_map(data: dict, nodes: tuple[str, ...], where: str, most: int) -> Mapping[int, str]:
     ranks = data.get("ranks")
     per_node = data.get("tasks_per_node")
+    too_many = f"{where}: field {{}}: more than the {most:,} ranks allowed"
     if ranks is not None:
         if not isinstance(ranks, dict):
             raise BundleError(f"{where}: field 'ranks' must be an object mapping rank to node")
+        if len(ranks) > most:
+            raise BundleError(too_many.format("'ranks'"))
         mapping = {}
         for rank, node in ranks.items():
             try:
-                number = int(rank)
+                number = int(rank) if len(rank) <= 20 else -1
             except ValueError:
                 raise BundleError(f"{where}: field 'ranks': {rank!r} is not a rank number") from None
             if not isinstance(node, str) or not node:
@@ -139,16 +148,15 @@ def _rank_map(data: dict, nodes: tuple[str, ...], where: str) -> dict[int, str]:
     if per_node is not None:
         if not isinstance(per_node, int) or isinstance(per_node, bool) or per_node < 1:
             raise BundleError(f"{where}: field 'tasks_per_node' must be a positive integer")
-        return {index * per_node + local: node for index, node in enumerate(nodes) for local in range(per_node)}
+        if per_node > most // len(nodes):
+            raise BundleError(too_many.format("'tasks_per_node'"))
+        return TaskRanks(nodes, per_node)
     return {}
 
 
-def _json_objects(path: Path, ref: str, what: str) -> list[dict]:
+def _json_objects(path: Path, ref: str, what: str, limits: Limits) -> list[dict]:
     """A bundle file holding a JSON list of objects; a BundleError names the entry at fault."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{ref}: not valid JSON ({exc})") from None
+    data = _json_file(path, ref, limits)
     if not isinstance(data, list):
         raise BundleError(f"{ref}: expected a JSON list of {what}")
     for index, item in enumerate(data):
@@ -157,10 +165,20 @@ def _json_objects(path: Path, ref: str, what: str) -> list[dict]:
     return data
 
 
-def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
+def _json_file(path: Path, ref: str, limits: Limits):
+    """A bundle's JSON file within the limits; a BundleError names the file and what is wrong."""
+    if path.stat().st_size > limits.json_bytes:
+        raise BundleError(f"{ref}: larger than {limits.json_bytes:,} bytes")
+    try:
+        return load_json(path.read_bytes(), limits)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{ref}: not valid JSON ({exc})") from None
+
+
+def read_events(path: Path, ref: str, limits: Limits = DEFAULT_LIMITS) -> list[SchedulerEvent]:
     """The events of one ``events/*.json`` file; a BundleError names the entry and field at fault."""
     events = []
-    for index, item in enumerate(_json_objects(path, ref, "events")):
+    for index, item in enumerate(_json_objects(path, ref, "events", limits)):
         time = item.get("time")
         events.append(
             SchedulerEvent(
@@ -178,7 +196,7 @@ def read_events(path: Path, ref: str) -> list[SchedulerEvent]:
 def read_reports(path: Path) -> list[SourceReport]:
     """The reports of a bundle's ``sources.json``: a list of ``{name, kind, status, detail}``."""
     reports = []
-    for index, item in enumerate(_json_objects(path, SOURCES_FILE, "sources")):
+    for index, item in enumerate(_json_objects(path, SOURCES_FILE, "sources", DEFAULT_LIMITS)):
         fields = {name: _optional_text(item, name, SOURCES_FILE, index) or "" for name in REPORT_FIELDS}
         for name in ("name", "kind"):
             if not fields[name]:
@@ -200,23 +218,20 @@ def _optional_text(item: dict, name: str, ref: str, index: int) -> str | None:
     return value
 
 
-def load_bundle(path: str | Path, *, strict: bool = False) -> AttemptContext:
-    """Read the bundle at ``path``. Unreadable optional files are reported in ``reports``, not raised."""
+def load_bundle(path: str | Path, *, strict: bool = False, limits: Limits = DEFAULT_LIMITS) -> AttemptContext:
+    """Read the bundle at ``path``. Unreadable optional files are reported in ``reports``, not raised; so
+    are the events and series past the limits (left out)."""
     root = Path(path)
     if not root.is_dir():
         raise BundleError(f"{root}: not a directory")
     attempt_file = root / ATTEMPT_FILE
+    if not attempt_file.exists():
+        raise BundleError(f"{attempt_file}: missing (every bundle needs attempt.json)")
     try:
-        raw = attempt_file.read_bytes()
-    except FileNotFoundError:
-        raise BundleError(f"{attempt_file}: missing (every bundle needs attempt.json)") from None
-    except OSError as exc:
+        document = _json_file(attempt_file, str(attempt_file), limits)
+    except PermissionError as exc:
         raise BundleError(f"{attempt_file}: unreadable ({exc.strerror})") from None
-    try:
-        document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{attempt_file}: not valid JSON ({exc})") from None
-    attempt = parse_attempt(document, where=str(attempt_file), strict=strict)
+    attempt = parse_attempt(document, where=str(attempt_file), strict=strict, limits=limits)
 
     reports: list[SourceReport] = []
     if (root / SOURCES_FILE).is_file():
@@ -229,16 +244,24 @@ def load_bundle(path: str | Path, *, strict: bool = False) -> AttemptContext:
     for file in sorted((root / "events").glob("*.json")):
         ref = f"events/{file.name}"
         try:
-            events.extend(read_events(file, ref))
+            events.extend(read_events(file, ref, limits))
         except BundleError as exc:
             reports.append(SourceReport(name=file.stem, kind="events", status="unreadable", detail=str(exc)))
+    if len(events) > limits.events:
+        reports.append(_left_out("events", len(events), limits.events))
+        events = events[: limits.events]
     metrics = []
     for file in sorted((root / "metrics").glob("*.json")):
         ref = f"metrics/{file.name}"
         try:
-            metrics.extend(parse_query_range(file.read_bytes(), ref))
+            metrics.extend(series_of_document(_json_file(file, ref, limits), ref))
+        except BundleError as exc:
+            reports.append(SourceReport(name=file.stem, kind="metrics", status="unreadable", detail=str(exc)))
         except (OSError, ValueError) as exc:
             reports.append(SourceReport(name=file.stem, kind="metrics", status="unreadable", detail=f"{ref}: {exc}"))
+    if len(metrics) > limits.series:
+        reports.append(_left_out("metrics", len(metrics), limits.series))
+        metrics = metrics[: limits.series]
     traces = _trace_files(root, FLIGHT_RECORDER, reports)
     return AttemptContext(
         attempt=attempt,
@@ -248,6 +271,13 @@ def load_bundle(path: str | Path, *, strict: bool = False) -> AttemptContext:
         reports=tuple(reports),
         flight_recorder=traces,
     )
+
+
+def _left_out(kind: str, found: int, kept: int) -> SourceReport:
+    detail = (
+        f"{found:,} {'series' if kind == 'metrics' else kind}; the first {kept:,} read, the rest left out (the limit)"
+    )
+    return SourceReport(name=f"{kind} (limit)", kind=kind, status="partial", detail=detail)
 
 
 def _trace_files(root: Path, folder: str, reports: list[SourceReport]) -> tuple[TraceFile, ...]:

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from engine.bundle.query_range import node_from_labels
 from engine.bundle.reader import ATTEMPT_FILE, FLIGHT_RECORDER, LOG_SUFFIXES, SOURCES_FILE, BundleError
-from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, TraceFile
+from engine.context import Attempt, AttemptContext, LogStream, MetricSeries, SchedulerEvent, TaskRanks, TraceFile
 
 CHUNK = 1 << 20
 
@@ -65,7 +65,9 @@ def attempt_document(attempt: Attempt) -> dict:
         "reason": attempt.reason,
         "timezone": attempt.timezone,
     }
-    if attempt.ranks:
+    if isinstance(attempt.ranks, TaskRanks):
+        document["tasks_per_node"] = attempt.ranks.per_node
+    elif attempt.ranks:
         document["ranks"] = {str(rank): node for rank, node in sorted(attempt.ranks.items())}
     return document
 

@@ -103,3 +103,69 @@ def test_an_unusable_sources_file_is_reported_not_fatal(tmp_path):
             "sources.json: entry 0: field 'status' must be one of ok, partial, missing, unreadable, error",
         ),
     )
+
+
+def test_tasks_per_node_gives_a_rank_map_computed_when_asked_never_expanded(tmp_path):
+    from engine.context import TaskRanks
+    from engine.tests.bundles import write_bundle as write_test_bundle
+
+    path = write_test_bundle(tmp_path / "b", nodes=["n1", "n2", "n3", "n4"], tasks_per_node=250_000)
+    ranks = load_bundle(path).attempt.ranks
+    assert isinstance(ranks, TaskRanks)
+    assert (len(ranks), ranks[0], ranks[249_999], ranks[250_000], ranks[999_999]) == (1_000_000, "n1", "n1", "n2", "n4")
+    assert 1_000_000 not in ranks
+    assert ranks.get(-1) is None
+    write_bundle(load_bundle(path), tmp_path / "again")
+    written = json.loads((tmp_path / "again" / "attempt.json").read_text())
+    assert (written["tasks_per_node"], "ranks" in written) == (250_000, False)
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"tasks_per_node": 100_000_000}, "field 'tasks_per_node': more than the 1,000 ranks allowed"),
+        ({"ranks": {str(r): "n1" for r in range(1001)}, "tasks_per_node": None}, "field 'ranks': more than the 1,000"),
+        ({"nodes": [f"n{i}" for i in range(101)]}, "field 'nodes': 101 nodes, more than the 100 allowed"),
+        ({"cluster": "[" * 40 + "]" * 40}, None),
+    ],
+)
+def test_the_attempt_record_past_a_limit_is_refused_naming_the_field(tmp_path, record, message):
+    from engine.bundle import BundleError
+    from engine.limits import Limits
+    from engine.tests.bundles import write_bundle as write_test_bundle
+
+    path = write_test_bundle(tmp_path, nodes=["n1", "n2", "n3", "n4"])
+    document = {**json.loads((path / "attempt.json").read_text()), **record}
+    text = json.dumps(document)
+    if message is None:  # nested past the depth limit
+        text = text.replace('"' + "[" * 40 + "]" * 40 + '"', "[" * 40 + "]" * 40)
+        message = "nested deeper than 32 levels"
+    (path / "attempt.json").write_text(text)
+    with pytest.raises(BundleError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_bundle(path, limits=Limits(ranks=1000, nodes=100))
+
+
+def test_events_and_series_past_the_limits_are_left_out_and_reported(tmp_path):
+    from engine.limits import Limits
+    from engine.tests.bundles import query_range
+    from engine.tests.bundles import write_bundle as write_test_bundle
+
+    events = [
+        {"time": "2026-11-02T10:00:00Z", "node": "n1", "reason": "BackOff", "message": f"m{i}"} for i in range(30)
+    ]
+    series = {
+        "dcgm.json": query_range(
+            "DCGM_FI_DEV_XID_ERRORS", [({"Hostname": "n1", "gpu": str(i)}, [(1.0, 0.0)]) for i in range(5)]
+        )
+    }
+    path = write_test_bundle(tmp_path, nodes=["n1"], events={"k8s.json": events}, metrics=series)
+    (path / "events" / "deep.json").write_text("[" * 10_000 + "]" * 10_000)
+    (path / "metrics" / "big.json").write_text(json.dumps({"pad": "x" * 50_000}))
+    context = load_bundle(path, limits=Limits(events=25, series=3, json_bytes=32_768))
+    assert (len(context.events), len(context.metrics)) == (25, 3)
+    reports = {r.name: (r.status, r.detail) for r in context.reports}
+    assert reports["events (limit)"] == ("partial", "30 events; the first 25 read, the rest left out (the limit)")
+    assert reports["metrics (limit)"] == ("partial", "5 series; the first 3 read, the rest left out (the limit)")
+    assert reports["deep"][0] == reports["big"][0] == "unreadable"
+    assert "nested deeper than 32 levels" in reports["deep"][1]
+    assert "larger than 32,768 bytes" in reports["big"][1]

@@ -1,15 +1,19 @@
 """Extraction: which lines become events, with which time, node and count."""
 
+import io
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
 from engine import parse_ruleset
+from engine.attribution import attribute
 from engine.bundle import load_bundle
 from engine.context import LogStream
 from engine.extract import Extractor
+from engine.limits import Limits
 from engine.prefilter import Prefilter, loosen
+from engine.report import build
 from engine.tests.bundles import query_range, write_bundle
 
 RULES = """
@@ -232,16 +236,76 @@ def test_invalid_utf8_binary_and_huge_lines_are_read_not_fatal(tmp_path):
     assert stats[0].lines == 3
 
 
-def test_a_line_longer_than_a_block_is_matched_in_pieces(tmp_path, monkeypatch):
+@pytest.mark.parametrize("seekable", [True, False])
+def test_a_line_past_the_limit_is_cut_and_flagged_and_the_rest_of_the_stream_is_read(tmp_path, monkeypatch, seekable):
     import engine.extract as extract_module
 
     monkeypatch.setattr(extract_module, "BLOCK_BYTES", 256)
-    monkeypatch.setattr(extract_module, "MAX_LINE_BYTES", 512)
-    line = "Nov  2 10:00:00 node01 k: " + "y" * 600 + " NVRM: Xid (PCI:0000:01:00): 79, end " + "z" * 2000
-    events, stats = extract(write_bundle(tmp_path, logs={"node01/syslog.log": [line, "Nov  2 10:00:01 node01 k: z"]}))
-    assert [e.captures["xid"] for e in events] == ["79"]
-    assert events[0].ref == "logs/node01/syslog.log:1"
-    assert stats[0].lines == 2
+    line = "Nov  2 10:00:00 node01 k: NVRM: Xid (PCI:0000:01:00): 48, " + "y" * 600 + " NVRM: Xid (PCI:0:2): 79, z"
+    after = "Nov  2 10:00:01 node01 k: NVRM: Xid (PCI:0000:01:00): 31, after"
+    context = load_bundle(write_bundle(tmp_path, logs={"node01/syslog.log": [line, "x" * 300, after]}))
+    if not seekable:
+        stream = context.streams[0]
+        unseekable = replace(stream, opener=lambda: io.BufferedReader(_Unseekable(stream.opener().read())))
+        context = replace(context, streams=(unseekable,))
+    extractor = Extractor(parse_ruleset([("t.yaml", RULES)]))
+    events, stats = extractor.extract(context, limits=Limits(line_bytes=512))
+    assert sorted((e.captures["xid"], e.ref) for e in events) == [
+        ("31", "logs/node01/syslog.log:3"),  # after the cut line, numbered as if it were whole
+        ("48", "logs/node01/syslog.log:1"),  # the cut line's first 512 bytes are matched; the Xid past them is lost
+    ]
+    assert (stats[0].lines, stats[0].cut) == (3, 1)
+    source = next(s for s in build(context, extractor.ruleset, attribute(events, context.attempt, extractor.ruleset),
+                                   stats, None)["sources"] if s["name"] == "syslog")  # fmt: skip
+    assert source["status"] == "partial"
+    assert "1 over-long line(s) cut" in source["detail"]
+
+
+def test_an_unterminated_last_line_between_a_block_and_the_limit_ends_the_scan(tmp_path, monkeypatch):
+    import engine.extract as extract_module
+
+    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 256)
+    last = "Nov  2 10:00:01 node01 k: NVRM: Xid (PCI:0000:01:00): 79, " + "A" * 400  # 1.8 blocks, no newline
+    path = write_bundle(tmp_path, logs={"node01/syslog.log": ("Nov  2 10:00:00 node01 k: first\n" + last).encode()})
+    events, stats = Extractor(parse_ruleset([("t.yaml", RULES)])).extract(
+        load_bundle(path), limits=Limits(line_bytes=1024)
+    )
+    assert [e.ref for e in events] == ["logs/node01/syslog.log:2"]
+    assert (stats[0].lines, stats[0].cut) == (2, 0)
+
+
+def test_the_interrupt_hook_stops_the_scan_between_blocks(tmp_path, monkeypatch):
+    import engine.extract as extract_module
+
+    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 64)
+    path = write_bundle(
+        tmp_path, logs={"node01/syslog.log": [f"Nov  2 10:00:00 node01 k: line {i}" for i in range(50)]}
+    )
+    calls = []
+
+    def interrupt():
+        calls.append(1)
+        if len(calls) == 3:
+            raise PastTheLimit
+
+    with pytest.raises(PastTheLimit):
+        Extractor(parse_ruleset([("t.yaml", RULES)])).extract(load_bundle(path), interrupt=interrupt)
+    assert len(calls) == 3
+
+
+class PastTheLimit(Exception):
+    pass
+
+
+class _Unseekable(io.RawIOBase):
+    def __init__(self, data: bytes):
+        self.data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self.data.readinto(buffer)
 
 
 def test_an_unreadable_stream_is_reported_not_fatal(tmp_path):

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand
 from engine import Engine, RuleSetError, load_rules, to_json, to_text
 from engine.bundle import BundleError, load_bundle
 from rules.engine_cache import ENGINE_CACHE, database_created, engine_pack
+from rules.engine_limits import bundle_limits
 
 
 class Command(BaseCommand):
@@ -32,7 +33,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, bundle, rules, format, **options):
         try:
-            context = load_bundle(bundle)
+            context = load_bundle(bundle, limits=bundle_limits())
         except BundleError as exc:
             self.fail(f"unusable bundle: {exc}")
         try:
@@ -42,7 +43,7 @@ class Command(BaseCommand):
                 f"invalid rules: {exc.errors[0]}"
                 + (f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else "")
             )
-        result = engine.diagnose(context)
+        result = engine.diagnose(context, limits=bundle_limits())
         self.stdout.write(to_json(result) if format == "json" else to_text(result), ending="")
 
     def engine_stored(self) -> Engine:
