@@ -108,8 +108,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             names = {e.node for e in analysis.events} | {e["node"] for e in document["evidence"]}
             names.update(root.get("nodes", ()))
             nodes = nodes_ensure(cluster=attempt.cluster, names=names - {None})
-            if root.get("nodes"):
-                diagnosis.root_cause_nodes.set([nodes[name] for name in root["nodes"]])
+            if root.get("nodes"):  # a new diagnosis has none: add, unlike set, inserts without reading first
+                diagnosis.root_cause_nodes.add(*(nodes[name] for name in root["nodes"]))
             Evidence.objects.bulk_create(
                 Evidence(
                     diagnosis=diagnosis,
