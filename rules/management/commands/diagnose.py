@@ -10,6 +10,7 @@ It needs neither the app registry nor Celery: ``manage.py`` runs it without ``dj
 it calls only when there is a database to read a rule set from (docs/performance.md, the start-up).
 """
 
+import os
 import sys
 
 import django
@@ -43,7 +44,7 @@ class Command(BaseCommand):
                 f"invalid rules: {exc.errors[0]}"
                 + (f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else "")
             )
-        result = engine.diagnose(context, limits=bundle_limits())
+        result = engine.diagnose(context, limits=bundle_limits(), threads=os.cpu_count() or 1)
         self.stdout.write(to_json(result) if format == "json" else to_text(result), ending="")
 
     def engine_stored(self) -> Engine:

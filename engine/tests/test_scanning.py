@@ -1,11 +1,13 @@
-"""Progress lines are matched last to first, and those a (rule, node) no longer needs are skipped unread
-(engine/extract.py, ``latest_progress``): the diagnosis is what matching every line first to last gives."""
+"""How log streams are scanned for speed, each way giving the diagnosis the plain way gives: progress lines
+matched last to first, those a (rule, node) no longer needs skipped unread (``latest_progress``); streams
+scanned by several threads."""
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine import Engine, load_rules
+from engine import Engine, load_rules, to_json
 from engine import extract as extract_module
 from engine.bundle import load_bundle
 from engine.tests.bundles import DEFAULT_PACK, NODES, diagnose_bundle, write_bundle
@@ -57,4 +59,25 @@ def progress(engine: Engine, bundle) -> list:
         (stat.stream.ref, key, p.event.ref, p.event.time, p.event.low, p.event.high, list(p.times))
         for stat in stats
         for key, p in sorted(stat.progress.items(), key=lambda item: (item[0][0], str(item[0][1])))
+    ]
+
+
+def test_streams_scanned_by_threads_give_the_same_diagnosis(tmp_path):
+    """``threads``: the streams are scanned concurrently (Hyperscan releases the GIL), each thread with its own
+    scratch space; the events, and so the diagnosis, are those of one thread, byte for byte."""
+    logs = {f"{node}/train.log": training_log(8, 60 + 10 * index) for index, node in enumerate(NODES)}
+    logs |= {f"{node}/syslog.log": gpu_lines(node) for node in NODES}
+    logs["slurm-48213.out"] = [CANCELLED]
+    bundle = write_bundle(tmp_path, logs=logs, end="2026-11-02T12:00:00Z", state="TIMEOUT", exit_code="0:15")
+    engine = Engine(load_rules(DEFAULT_PACK))
+    serial = to_json(engine.diagnose(load_bundle(bundle)))
+    assert json.loads(serial)["evidence"]
+    for threads in (2, 3, 8):
+        assert to_json(engine.diagnose(load_bundle(bundle), threads=threads)) == serial
+
+
+def gpu_lines(node: str) -> list[str]:
+    return [
+        f"Nov  2 09:{minute:02d}:07 {node} kernel: NVRM: Xid (PCI:0000:3b:00): {63 if minute % 7 else 79}, GPU event"
+        for minute in range(0, 50, 3)
     ]
