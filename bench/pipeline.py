@@ -13,8 +13,9 @@ attempt.json differ (job ids). Per run it measures:
 - the database time share: time spent in database calls (Django's execute wrapper) over the time
   spent in tasks, summed over the workers;
 - the engine alone on the same bundles in this one process (read the stored bundle, analyse; the first
-  two copies of each distinct log set, the same mix as all the attempts), right after the workers, and
-  the ratio pipeline / engine per attempt (target <= 1.5 with one worker process);
+  two copies of each distinct log set, the same mix as all the attempts), before and after the workers,
+  and the ratio pipeline / engine per attempt (target <= 1.5 with one worker process); the same ratio
+  in CPU time (the worker process's CPU in tasks over the engine's), which a busy machine moves less;
 - a worker's memory: one worker analyses the attempts again and again (their diagnoses deleted between
   rounds) and reports its resident memory after 1,000 and after 10,000 analyses (``--memory``).
 
@@ -166,7 +167,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
     from triage.celery import app
 
     stats = redis.Redis.from_url(broker_url)
-    clock = {"db": 0.0, "task": 0.0, "tasks": 0}
+    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "tasks": 0}
 
     def timed(execute, sql, params, many, context):
         began = time.perf_counter()
@@ -178,6 +179,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
     @task_prerun.connect
     def started(**kwargs):
         clock["task"] = time.perf_counter()
+        clock["cpu"] = time.process_time()
         clock["db"] = 0.0
         connection.execute_wrappers.append(timed)
 
@@ -187,6 +189,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         pipe = stats.pipeline()
         pipe.incrbyfloat(f"{STATS_KEY}:task", time.perf_counter() - clock["task"])
         pipe.incrbyfloat(f"{STATS_KEY}:db", clock["db"])
+        pipe.incrbyfloat(f"{STATS_KEY}:cpu", time.process_time() - clock["cpu"])
         pipe.incr(f"{STATS_KEY}:tasks")
         clock["tasks"] += 1
         if clock["tasks"] in checkpoints:
@@ -305,31 +308,34 @@ def analyse_all() -> float:
     return time.perf_counter() - began
 
 
-def engine_alone() -> tuple[float, int]:
-    """Seconds per attempt of the engine alone in this process (read the stored bundle, analyse) over the
-    first two copies of each distinct log set: the same mix as all the attempts."""
+def engine_alone() -> tuple[float, float, int]:
+    """Seconds per attempt, wall and CPU, of the engine alone in this process (read the stored bundle,
+    analyse) over the first two copies of each distinct log set: the same mix as all the attempts."""
     from diagnoses import selectors
     from diagnoses.models import Attempt
+    from rules.engine_limits import bundle_limits
     from rules.selectors import revision_engine
     from rules.services import active_revision
 
     engine = revision_engine(active_revision())
     sample = list(Attempt.objects.select_related("cluster", "job").order_by("pk")[: 2 * POOL])
-    engine.analyse(selectors.attempt_context(sample[0]))  # warm, as the workers are
-    began = time.perf_counter()
+    engine.analyse(selectors.attempt_context(sample[0]), limits=bundle_limits())  # warm, as the workers are
+    began, cpu = time.perf_counter(), time.process_time()
     for attempt in sample:
-        engine.analyse(selectors.attempt_context(attempt))
-    return (time.perf_counter() - began) / len(sample), len(sample)
+        engine.analyse(selectors.attempt_context(attempt), limits=bundle_limits())
+    return (time.perf_counter() - began) / len(sample), (time.process_time() - cpu) / len(sample), len(sample)
 
 
 def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     ingest = fresh_store(args, workdir, sources)
+    before = engine_alone()  # before and after the workers, so that both see the machine as they did
     processes = start_workers(args, workers)
     try:
         analysis = analyse_all()
     finally:
         stop_workers(processes)
-    engine_s, sampled = engine_alone()
+    after = engine_alone()
+    engine_s, engine_cpu, sampled = ((b + a) / 2 for b, a in zip(before, after, strict=True))
 
     import redis
 
@@ -338,6 +344,7 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     stats = redis.Redis.from_url(args.broker_url)
     task_time = float(stats.get(f"{STATS_KEY}:task") or 0)
     db_time = float(stats.get(f"{STATS_KEY}:db") or 0)
+    task_cpu = float(stats.get(f"{STATS_KEY}:cpu") or 0)
     outcomes = {}
     for outcome in Attempt.objects.values_list("current_diagnosis__subdomain", flat=True):
         outcomes[outcome or "-"] = outcomes.get(outcome or "-", 0) + 1
@@ -353,7 +360,11 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
           f"{per_worker:.1f} attempts/s per worker process {target}")  # fmt: skip
     print(f"  time in tasks:        {task_time / count * 1000:7.1f} ms per attempt, "
           f"of which database {db_time / task_time:.0%}" if task_time else "  no task statistics")  # fmt: skip
-    print(f"  engine alone:         {engine_s * 1000:7.1f} ms per attempt (1 process, {sampled} of the same bundles)")
+    print(f"  engine alone:         {engine_s * 1000:7.1f} ms per attempt, {engine_cpu * 1000:.1f} ms CPU "
+          f"(1 process, {sampled:.0f} of the same bundles, before and after the workers)")  # fmt: skip
+    print(f"  worker CPU / engine CPU: {task_cpu / count / engine_cpu:5.2f} per attempt "
+          f"({task_cpu / count * 1000:.1f} / {engine_cpu * 1000:.1f} ms: what the worker process adds, "
+          "PostgreSQL's and Redis's work left out)")  # fmt: skip
     print(f"  pipeline / engine:    {pipeline_s / engine_s:7.2f} per attempt "
           f"({pipeline_s * 1000:.1f} / {engine_s * 1000:.1f} ms; target <= {RATIO_TARGET}, one worker)")  # fmt: skip
     print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
