@@ -145,6 +145,7 @@ class Extractor:
         plan = self.plans[kind]
         system = kind == "system"
         allowed = [rule is None or rule.applies_to(kind, stream.name) for rule, _, _ in plan.entries]
+        later_only = [a and latest for a, latest in zip(allowed, plan.latest_only, strict=True)]
         stat = StreamStats(stream)
         found: dict[tuple, Event] = {}
         per_rule: dict[str, list[Event]] = defaultdict(list)
@@ -178,8 +179,11 @@ class Extractor:
                             waiting = []
                     cursor_pos, cursor_line = 0, line_base
                     progressed: dict[tuple[str, str | None], tuple] = {}  # the block's last line of each
-                    latest: list[tuple[int, int, int, list[int]]] = []  # lines of the latest_only patterns
+                    latest: list[tuple[int, list[int]]] = []  # lines of latest_only patterns (numbered later)
                     for line_start, pids in _group(plan.prefilter.scan(block, end) if any(allowed) else []):
+                        if len(pids) == 1 and later_only[pids[0]]:  # most candidates of a training log
+                            latest.append((line_start, pids))
+                            continue
                         cursor_line += block.count(b"\n", cursor_pos, line_start)
                         cursor_pos = line_start
                         line_no = cursor_line + 1
@@ -193,7 +197,7 @@ class Extractor:
                             elif allowed[pid]:
                                 (later if plan.latest_only[pid] else rule_pids).append(pid)
                         if later:
-                            latest.append((line_start, line_end, line_no, later))
+                            latest.append((line_start, later))
                         if not rule_pids:
                             continue
                         text = text or _decode(block[line_start : line_end if line_end != -1 else end])
@@ -234,7 +238,10 @@ class Extractor:
                             placed.append(placement)
                             if placement.waits:
                                 waiting.append(placement)
-                    latest_times = self.latest_progress(latest, block, end, progressed, stream, clock, nodes, ranks)
+                    block_lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
+                    latest_times = self.latest_progress(
+                        latest, block, end, block_lines, progressed, stream, clock, nodes, ranks
+                    )
                     for key, times_of_key in latest_times.items():
                         cadence[key].extend(reversed(times_of_key))
                     for key, (rule, line_no, parsed, line_start, line_end, text) in progressed.items():
@@ -247,7 +254,7 @@ class Extractor:
                         if placement.waits:
                             waiting.append(placement)
                         stat.progress[key] = Progress(event, cadence[key])
-                    stat.lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
+                    stat.lines = block_lines
                     carried = times.last() or carried
                     line_base = stat.lines
             if stat.bytes and block[end - 1 : end] != b"\n":
@@ -259,22 +266,29 @@ class Extractor:
         stat.last = _resolve(boot, stat.lines, carried, high=False)
         return list(found.values()), stat
 
-    def latest_progress(self, latest, block, end, progressed, stream, clock, nodes, ranks) -> dict[tuple, list[float]]:
+    def latest_progress(
+        self, latest, block, end, block_lines, progressed, stream, clock, nodes, ranks
+    ) -> dict[tuple, list[float]]:
         """Match the block's lines of ``latest_only`` progress patterns last to first: record each (rule, node)'s
         last line in ``progressed``, and return its latest ``CADENCE`` dated times, latest first. A line whose
         node its prefix tells (or its stream) is skipped unread once its (rule, node) has them all: the result
         is what matching every line first to last gives, at a fraction of the cost on training logs, where
-        most lines are progress lines."""
+        most lines are progress lines. ``block_lines``: the stream's lines up to the block's end; the lines
+        read are numbered counting back from there."""
         plan = self.plans[stream.kind]
         system = stream.kind == "system"
         times: dict[tuple, list[float]] = {}
         owners: dict[int | None, str | None] = {None: None}  # rank -> its node, as ``nodes.place`` finds it
         own = nodes.canonical(stream.node)  # a node's own stream: one (rule, node) per rule, known unread
-        for line_start, line_end, line_no, pids in reversed(latest):
+        counted_from, newlines_before = end, block_lines  # newlines before offset counted_from
+        for line_start, pids in reversed(latest):
             if own is not None:
                 pids = [pid for pid in pids if len(times.get((plan.entries[pid][0].id, own), ())) < CADENCE]
                 if not pids:
                     continue
+            newlines_before -= block.count(b"\n", line_start, counted_from)
+            counted_from, line_no = line_start, newlines_before + 1
+            line_end = block.find(b"\n", line_start, end)
             text = _decode(block[line_start : line_end if line_end != -1 else end])
             parsed = None
             if own is not None:

@@ -108,8 +108,9 @@ class Prefilter:
             line_start, line_end = -1, -1
             for to, pid in ends:
                 if to > line_end:
-                    line_start = block.rfind(b"\n", 0, max(to - 1, 0)) + 1
-                    line_end = block.find(b"\n", max(to - 1, 0), end)
+                    last = to - 1 if to else 0  # the match's last byte
+                    line_start = block.rfind(b"\n", 0, last) + 1
+                    line_end = block.find(b"\n", last, end)
                     if line_end == -1:
                         line_end = end
                 hits.add((line_start, pid))
