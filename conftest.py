@@ -104,11 +104,12 @@ def diagnose_bundle(engine):
 @pytest.fixture
 def diagnose_command():
     """``diagnose_command(*args)``: ``manage.py diagnose`` run as a process, as a user would, with no database
-    to read a rule set from: it uses the default pack, the rule set a fresh store starts with (revision 1)."""
+    to read a rule set from: it uses the default pack, the rule set a fresh store starts with (revision 1).
+    ``script=("-c", code)`` runs ``code`` instead of ``manage.py`` with the same arguments."""
     environment = {**os.environ, "DATABASE_URL": "sqlite:////nonexistent/faultline.sqlite3"}
 
-    def run(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "manage.py", "diagnose", *args]
+    def run(*args: str, script: tuple[str, ...] = ("manage.py",)) -> subprocess.CompletedProcess:
+        command = [sys.executable, *script, "diagnose", *args]
         return subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
 
     return run

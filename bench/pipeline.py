@@ -11,7 +11,13 @@ attempt.json differ (job ids). Per run it measures:
 - analysis: N worker processes (``celery worker --pool=solo``) draining 1,000 queued analyses;
   attempts/s per worker process = attempts / wall time / N;
 - the database time share: time spent in database calls (Django's execute wrapper) over the time
-  spent in tasks, summed over the workers.
+  spent in tasks, summed over the workers;
+- the engine alone on the same bundles in this one process (read the stored bundle, analyse; the first
+  two copies of each distinct log set, the same mix as all the attempts), before and after the workers,
+  and the ratio pipeline / engine per attempt (target <= 1.5 with one worker process); the same ratio
+  in CPU time (the worker process's CPU in tasks over the engine's), which a busy machine moves less;
+- a worker's memory: one worker analyses the attempts again and again (their diagnoses deleted between
+  rounds) and reports its resident memory after 1,000 and after 10,000 analyses (``--memory``).
 
 It needs PostgreSQL and Redis (``scripts/services.sh`` starts them) and uses its own database
 (``faultline_bench``, recreated) and Redis database 5 (flushed); override with ``--database-url`` and
@@ -40,6 +46,9 @@ WORKLOAD_LINES = 34_000  # the workload log, all ranks
 POOL = 40  # distinct log sets
 FAULTS = ("gpu_bus", "gpu_ecc", "ib_link", "host_oom", "cuda_oom", "none")
 STATS_KEY = "faultline-bench"
+PIPELINE_TARGET = 50  # attempts/s per worker process
+RATIO_TARGET = 1.5  # pipeline / engine alone, per attempt
+MEMORY_GROWTH_TARGET = 0.10
 START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 
 
@@ -141,7 +150,13 @@ def write_bundles(root: Path, count: int) -> list[Path]:
 # The worker: a Celery worker that also counts time in tasks and in database calls -----------------
 
 
-def run_worker(broker_url: str) -> None:
+def resident_mb() -> float:
+    """This process's resident memory now (not its peak), in MB."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+
+
+def run_worker(broker_url: str, checkpoints: list[int]) -> None:
     import django
 
     django.setup()
@@ -152,7 +167,7 @@ def run_worker(broker_url: str) -> None:
     from triage.celery import app
 
     stats = redis.Redis.from_url(broker_url)
-    clock = {"db": 0.0, "task": 0.0}
+    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "tasks": 0}
 
     def timed(execute, sql, params, many, context):
         began = time.perf_counter()
@@ -164,6 +179,7 @@ def run_worker(broker_url: str) -> None:
     @task_prerun.connect
     def started(**kwargs):
         clock["task"] = time.perf_counter()
+        clock["cpu"] = time.process_time()
         clock["db"] = 0.0
         connection.execute_wrappers.append(timed)
 
@@ -173,7 +189,11 @@ def run_worker(broker_url: str) -> None:
         pipe = stats.pipeline()
         pipe.incrbyfloat(f"{STATS_KEY}:task", time.perf_counter() - clock["task"])
         pipe.incrbyfloat(f"{STATS_KEY}:db", clock["db"])
+        pipe.incrbyfloat(f"{STATS_KEY}:cpu", time.process_time() - clock["cpu"])
         pipe.incr(f"{STATS_KEY}:tasks")
+        clock["tasks"] += 1
+        if clock["tasks"] in checkpoints:
+            pipe.set(f"{STATS_KEY}:rss:{clock['tasks']}", resident_mb())
         pipe.execute()
 
     app.worker_main(["worker", "--pool=solo", "--loglevel=WARNING", "--without-gossip", "--without-mingle"])
@@ -189,6 +209,10 @@ def main() -> None:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/faultline_bench")
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/5")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--memory", type=int, nargs=2, default=[1000, 10000], metavar=("FIRST", "THEN"),
+        help="a worker's memory after FIRST and THEN analyses (0 0 skips it)",
+    )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the generated bundles and bundle store")
     args = parser.parse_args()
 
@@ -204,7 +228,7 @@ def main() -> None:
     )
     sys.path.insert(0, str(BASE_DIR))
     if args.worker:
-        run_worker(args.broker_url)
+        run_worker(args.broker_url, args.memory)
         return
     try:
         bench(args, workdir)
@@ -222,9 +246,13 @@ def bench(args, workdir: Path) -> None:
     )
     for workers in args.workers:
         run(args, workdir, sources, workers)
+    if args.memory[1]:
+        memory(args, workdir, sources)
+    print(f"\nload average at the end (1, 5, 15 min): {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
-def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
+def fresh_store(args, workdir: Path, sources: list[Path]) -> float:
+    """A new database and bundle store with ``sources`` ingested, Redis flushed; the ingest time."""
     import django
 
     django.setup()
@@ -241,7 +269,6 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
 
     import redis
 
-    from diagnoses.models import Attempt
     from diagnoses.services import attempts
     from rules.services import active_revision
 
@@ -251,47 +278,122 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     began = time.perf_counter()
     for source in sources:
         attempts.attempt_ingest_directory(path=source, analyse=False)
-    ingest = time.perf_counter() - began
+    return time.perf_counter() - began
 
-    command = [
-        sys.executable,
-        __file__,
-        "--worker",
-        "--database-url",
-        args.database_url,
-        "--broker-url",
-        args.broker_url,
-    ]
-    processes = [subprocess.Popen(command, cwd=BASE_DIR) for _ in range(workers)]
+
+def start_workers(args, count: int) -> list[subprocess.Popen]:
+    command = [sys.executable, __file__, "--worker", "--database-url", args.database_url,
+               "--broker-url", args.broker_url, "--memory", *map(str, args.memory)]  # fmt: skip
+    processes = [subprocess.Popen(command, cwd=BASE_DIR) for _ in range(count)]
+    time.sleep(3)  # let the workers start and compile the rule set before the clock starts
+    return processes
+
+
+def stop_workers(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait()
+
+
+def analyse_all() -> float:
+    """Queue every attempt's analysis and wait until none is left; the wall time."""
+    from diagnoses.models import Attempt
+    from diagnoses.services import attempts
+
+    began = time.perf_counter()
+    attempts.attempts_reanalyse(attempts=Attempt.objects.all())
+    while Attempt.objects.exclude(analysis_state__in=["analysed", "failed"]).exists():
+        time.sleep(0.05)
+    return time.perf_counter() - began
+
+
+def engine_alone() -> tuple[float, float, int]:
+    """Seconds per attempt, wall and CPU, of the engine alone in this process (read the stored bundle,
+    analyse) over the first two copies of each distinct log set: the same mix as all the attempts."""
+    from diagnoses import selectors
+    from diagnoses.models import Attempt
+    from rules.engine_limits import bundle_limits
+    from rules.selectors import revision_engine
+    from rules.services import active_revision
+
+    engine = revision_engine(active_revision())
+    sample = list(Attempt.objects.select_related("cluster", "job").order_by("pk")[: 2 * POOL])
+    engine.analyse(selectors.attempt_context(sample[0]), limits=bundle_limits())  # warm, as the workers are
+    began, cpu = time.perf_counter(), time.process_time()
+    for attempt in sample:
+        engine.analyse(selectors.attempt_context(attempt), limits=bundle_limits())
+    return (time.perf_counter() - began) / len(sample), (time.process_time() - cpu) / len(sample), len(sample)
+
+
+def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
+    ingest = fresh_store(args, workdir, sources)
+    before = engine_alone()  # before and after the workers, so that both see the machine as they did
+    processes = start_workers(args, workers)
     try:
-        time.sleep(3)  # let the workers start and compile the rule set before the clock starts
-        began = time.perf_counter()
-        attempts.attempts_reanalyse(attempts=Attempt.objects.all())
-        while Attempt.objects.exclude(analysis_state__in=["analysed", "failed"]).exists():
-            time.sleep(0.05)
-        analysis = time.perf_counter() - began
+        analysis = analyse_all()
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait()
+        stop_workers(processes)
+    after = engine_alone()
+    engine_s, engine_cpu, sampled = ((b + a) / 2 for b, a in zip(before, after, strict=True))
+
+    import redis
+
+    from diagnoses.models import Attempt
 
     stats = redis.Redis.from_url(args.broker_url)
     task_time = float(stats.get(f"{STATS_KEY}:task") or 0)
     db_time = float(stats.get(f"{STATS_KEY}:db") or 0)
+    task_cpu = float(stats.get(f"{STATS_KEY}:cpu") or 0)
     outcomes = {}
     for outcome in Attempt.objects.values_list("current_diagnosis__subdomain", flat=True):
         outcomes[outcome or "-"] = outcomes.get(outcome or "-", 0) + 1
     failed = Attempt.objects.filter(analysis_state="failed")
     reasons = sorted(set(failed.values_list("analysis_error", flat=True)))[:3]
     count = len(sources)
-    print(f"\n{workers} worker process(es), {count} attempts")
+    per_worker = count / analysis / workers
+    pipeline_s = 1 / per_worker  # one attempt's time in one worker process
+    target = f"(target >= {PIPELINE_TARGET})" if workers == 1 else "(the target is for one worker)"
+    print(f"\n{workers} worker process(es), {count} attempts, load average {os.getloadavg()[0]:.1f}")
     print(f"  ingest (1 process):   {count / ingest:7.1f} attempts/s ({ingest:.1f} s)")
     print(f"  analysis:             {count / analysis:7.1f} attempts/s ({analysis:.1f} s), "
-          f"{count / analysis / workers:.1f} attempts/s per worker process")  # fmt: skip
+          f"{per_worker:.1f} attempts/s per worker process {target}")  # fmt: skip
     print(f"  time in tasks:        {task_time / count * 1000:7.1f} ms per attempt, "
           f"of which database {db_time / task_time:.0%}" if task_time else "  no task statistics")  # fmt: skip
+    print(f"  engine alone:         {engine_s * 1000:7.1f} ms per attempt, {engine_cpu * 1000:.1f} ms CPU "
+          f"(1 process, {sampled:.0f} of the same bundles, before and after the workers)")  # fmt: skip
+    print(f"  worker CPU / engine CPU: {task_cpu / count / engine_cpu:5.2f} per attempt "
+          f"({task_cpu / count * 1000:.1f} / {engine_cpu * 1000:.1f} ms: what the worker process adds, "
+          "PostgreSQL's and Redis's work left out)")  # fmt: skip
+    print(f"  pipeline / engine:    {pipeline_s / engine_s:7.2f} per attempt "
+          f"({pipeline_s * 1000:.1f} / {engine_s * 1000:.1f} ms; target <= {RATIO_TARGET}, one worker)")  # fmt: skip
     print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
+
+
+def memory(args, workdir: Path, sources: list[Path]) -> None:
+    """One worker analyses the attempts round after round (their diagnoses deleted in between) until it has
+    done ``args.memory[1]`` analyses; it reports its resident memory at each checkpoint."""
+    import redis
+
+    from diagnoses.models import Diagnosis
+
+    fresh_store(args, workdir, sources)
+    first, then = args.memory
+    processes = start_workers(args, 1)
+    began = time.perf_counter()
+    try:
+        for _ in range(-(-then // len(sources))):
+            Diagnosis.objects.all().delete()
+            analyse_all()
+    finally:
+        stop_workers(processes)
+    stats = redis.Redis.from_url(args.broker_url)
+    rss = {n: float(stats.get(f"{STATS_KEY}:rss:{n}") or 0) for n in (first, then)}
+    growth = rss[then] / rss[first] - 1 if rss[first] else float("nan")
+    print(f"\nworker memory ({then:,} analyses in {time.perf_counter() - began:.0f} s, "
+          f"load average {os.getloadavg()[0]:.1f})")  # fmt: skip
+    print(f"  resident after {first:,}: {rss[first]:.1f} MB; after {then:,}: {rss[then]:.1f} MB; "
+          f"growth {growth:+.1%} (target within {MEMORY_GROWTH_TARGET:.0%})")  # fmt: skip
 
 
 if __name__ == "__main__":

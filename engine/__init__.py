@@ -53,12 +53,18 @@ class Engine:
         self.extractor = Extractor(ruleset, cache)
 
     def analyse(
-        self, context: AttemptContext, *, limits: Limits = DEFAULT_LIMITS, interrupt: Interrupt | None = None
+        self,
+        context: AttemptContext,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        interrupt: Interrupt | None = None,
+        threads: int = 1,
     ) -> Analysis:
         """``limits``: how long a log line may be (the other limits apply when the bundle is read);
-        ``interrupt``: called as the log streams are read, it raises to stop a long analysis."""
+        ``interrupt``: called as the log streams are read, it raises to stop a long analysis; ``threads``: how
+        many log streams are scanned at once (the diagnosis is the same whatever their number)."""
         dumps = attempt_dumps(context)
-        events, stats = self.extractor.extract(context, dumps, limits=limits, interrupt=interrupt)
+        events, stats = self.extractor.extract(context, dumps, limits=limits, interrupt=interrupt, threads=threads)
         result = attribute(events, context.attempt, self.ruleset)
         return Analysis(build(context, self.ruleset, result, stats, dumps), result.events, dumps)
 

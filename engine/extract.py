@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict, deque
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,13 +18,23 @@ from engine.context import AttemptContext, LogStream
 from engine.events import Event
 from engine.flight_recorder.attempt import AttemptDumps
 from engine.limits import DEFAULT_LIMITS, Interrupt, Limits
-from engine.normalise import AUDIT_ANCHOR, BOOT_START, RTC_ANCHOR, BootClock, Clock, Parsed, parse_line
+from engine.normalise import (
+    AUDIT_ANCHOR,
+    BOOT_START,
+    RTC_ANCHOR,
+    BootClock,
+    Clock,
+    Parsed,
+    line_rank,
+    parse_line,
+)
 from engine.prefilter import Prefilter
 from engine.ruleset import Rule, RuleSet
 from engine.timing import BlockTimes, Stamp, own_stamp
 
 BLOCK_BYTES = 8 << 20  # a line is cut at the larger of this and Limits.line_bytes
 EVENTS_PER_RULE = 500  # distinct events kept per rule and stream; further ones only count
+CADENCE = 32  # the latest times of each progress rule and node that its cadence is measured on
 ANCHORS = (RTC_ANCHOR.pattern, AUDIT_ANCHOR.pattern, BOOT_START.pattern)
 
 
@@ -52,6 +63,12 @@ class _Plan:
             for text in ANCHORS:
                 self.entries.append((None, None, ()))
                 patterns.append(text)
+        # Progress patterns whose event's node is the line's: only the last line and the latest CADENCE dated
+        # lines of each node count, so their lines are matched last to first, and the rest skipped.
+        self.latest_only = [
+            rule is not None and rule.role == "progress" and not rule.node_from and not filters
+            for rule, _, filters in self.entries
+        ]
         self.prefilter = Prefilter(patterns, cache)
 
 
@@ -78,18 +95,29 @@ class Extractor:
         *,
         limits: Limits = DEFAULT_LIMITS,
         interrupt: Interrupt | None = None,
+        threads: int = 1,
     ) -> tuple[list[Event], list[StreamStats]]:
         """The attempt's events; ``dumps`` are its Flight Recorder dumps as ``attempt_dumps`` read them.
-        ``interrupt`` is called between blocks of the log streams (it raises to stop)."""
+        ``interrupt`` is called between blocks of the log streams (it raises to stop). With ``threads`` > 1
+        the streams are scanned by that many threads; the events are the same, in the same order."""
         attempt = context.attempt
         clock = Clock(attempt.timezone, attempt.start, attempt.end)
         nodes = NodeNames(attempt.nodes)
         events: list[Event] = []
         stats = []
-        for stream in sorted(context.streams, key=lambda s: s.ref):
-            found, stat = self.scan_stream(
+
+        def scan(stream: LogStream):
+            return self.scan_stream(
                 stream, clock, nodes, attempt.ranks, attempt.job_id, line_bytes=limits.line_bytes, interrupt=interrupt
             )
+
+        streams = sorted(context.streams, key=lambda s: s.ref)
+        if threads > 1 and len(streams) > 1:  # Hyperscan and reading release the GIL: streams overlap
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                scanned = list(pool.map(scan, streams))  # in stream order, whatever finishes first
+        else:
+            scanned = [scan(stream) for stream in streams]
+        for found, stat in scanned:
             events.extend(found)
             stats.append(stat)
         events.extend(self.silence_events(context, stats))
@@ -117,13 +145,14 @@ class Extractor:
         plan = self.plans[kind]
         system = kind == "system"
         allowed = [rule is None or rule.applies_to(kind, stream.name) for rule, _, _ in plan.entries]
+        later_only = [a and latest for a, latest in zip(allowed, plan.latest_only, strict=True)]
         stat = StreamStats(stream)
         found: dict[tuple, Event] = {}
         per_rule: dict[str, list[Event]] = defaultdict(list)
         boot = BootClock()
         placed: list[_Placement] = []  # each new event's stamps, turned into times once the stream is read
         waiting: list[_Placement] = []  # events whose later neighbour lies in a later block
-        cadence: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=32))  # latest times of each progress rule
+        cadence: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=CADENCE))  # latest times of each progress rule
         line_base = 0
         carried: Stamp | None = None  # the stamp at the last line of the earlier blocks
 
@@ -150,20 +179,28 @@ class Extractor:
                             waiting = []
                     cursor_pos, cursor_line = 0, line_base
                     progressed: dict[tuple[str, str | None], tuple] = {}  # the block's last line of each
+                    latest: list[tuple[int, list[int]]] = []  # lines of latest_only patterns (numbered later)
                     for line_start, pids in _group(plan.prefilter.scan(block, end) if any(allowed) else []):
+                        if len(pids) == 1 and later_only[pids[0]]:  # most candidates of a training log
+                            latest.append((line_start, pids))
+                            continue
                         cursor_line += block.count(b"\n", cursor_pos, line_start)
                         cursor_pos = line_start
                         line_no = cursor_line + 1
                         line_end = block.find(b"\n", line_start, end)
-                        text = _decode(block[line_start : line_end if line_end != -1 else end])
-                        rule_pids = []
+                        text = None
+                        rule_pids, later = [], []
                         for pid in pids:
                             if plan.entries[pid][0] is None:
+                                text = text or _decode(block[line_start : line_end if line_end != -1 else end])
                                 boot.see(line_no, text)
                             elif allowed[pid]:
-                                rule_pids.append(pid)
+                                (later if plan.latest_only[pid] else rule_pids).append(pid)
+                        if later:
+                            latest.append((line_start, later))
                         if not rule_pids:
                             continue
+                        text = text or _decode(block[line_start : line_end if line_end != -1 else end])
                         parsed = parse_line(text, clock, system, nodes.knows)
                         node = nodes.place(stream.node, parsed, ranks)
                         for pid in rule_pids:
@@ -201,6 +238,12 @@ class Extractor:
                             placed.append(placement)
                             if placement.waits:
                                 waiting.append(placement)
+                    block_lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
+                    latest_times = self.latest_progress(
+                        latest, block, end, block_lines, progressed, stream, clock, nodes, ranks
+                    )
+                    for key, times_of_key in latest_times.items():
+                        cadence[key].extend(reversed(times_of_key))
                     for key, (rule, line_no, parsed, line_start, line_end, text) in progressed.items():
                         event = Event(
                             rule=rule, node=key[1], time=None, exact=False, source=stream.name, kind=kind,
@@ -211,7 +254,7 @@ class Extractor:
                         if placement.waits:
                             waiting.append(placement)
                         stat.progress[key] = Progress(event, cadence[key])
-                    stat.lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
+                    stat.lines = block_lines
                     carried = times.last() or carried
                     line_base = stat.lines
             if stat.bytes and block[end - 1 : end] != b"\n":
@@ -222,6 +265,54 @@ class Extractor:
             placement.settle(boot)
         stat.last = _resolve(boot, stat.lines, carried, high=False)
         return list(found.values()), stat
+
+    def latest_progress(
+        self, latest, block, end, block_lines, progressed, stream, clock, nodes, ranks
+    ) -> dict[tuple, list[float]]:
+        """Match the block's lines of ``latest_only`` progress patterns last to first: record each (rule, node)'s
+        last line in ``progressed``, and return its latest ``CADENCE`` dated times, latest first. A line whose
+        node its prefix tells (or its stream) is skipped unread once its (rule, node) has them all: the result
+        is what matching every line first to last gives, at a fraction of the cost on training logs, where
+        most lines are progress lines. ``block_lines``: the stream's lines up to the block's end; the lines
+        read are numbered counting back from there."""
+        plan = self.plans[stream.kind]
+        system = stream.kind == "system"
+        times: dict[tuple, list[float]] = {}
+        owners: dict[int | None, str | None] = {None: None}  # rank -> its node, as ``nodes.place`` finds it
+        own = nodes.canonical(stream.node)  # a node's own stream: one (rule, node) per rule, known unread
+        counted_from, newlines_before = end, block_lines  # newlines before offset counted_from
+        for line_start, pids in reversed(latest):
+            if own is not None:
+                pids = [pid for pid in pids if len(times.get((plan.entries[pid][0].id, own), ())) < CADENCE]
+                if not pids:
+                    continue
+            newlines_before -= block.count(b"\n", line_start, counted_from)
+            counted_from, line_no = line_start, newlines_before + 1
+            line_end = block.find(b"\n", line_start, end)
+            text = _decode(block[line_start : line_end if line_end != -1 else end])
+            parsed = None
+            if own is not None:
+                node = own
+            else:
+                rank = line_rank(text, system, nodes.knows)
+                if rank not in owners:
+                    owners[rank] = nodes.canonical(ranks.get(rank))
+                node = owners[rank]
+            for pid in pids:
+                rule, regex, _ = plan.entries[pid]
+                if node is not None and len(times.get((rule.id, node), ())) >= CADENCE:
+                    continue  # its node has all it needs from this block
+                if parsed is None:
+                    parsed = parse_line(text, clock, system, nodes.knows)
+                    node = nodes.place(stream.node, parsed, ranks)
+                if regex.search(parsed.message) is None:
+                    continue
+                key = (rule.id, node)
+                progressed.setdefault(key, (rule, line_no, parsed, line_start, line_end, text))
+                dated = times.setdefault(key, [])
+                if parsed.time is not None and len(dated) < CADENCE:
+                    dated.append(parsed.time)
+        return times
 
     # -- scheduler events, metrics and the attempt record --
 

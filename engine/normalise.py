@@ -148,25 +148,7 @@ def _offset(text: str) -> timezone | None:
 def parse_line(line: str, clock: Clock, system: bool, known: Callable[[str], bool] | None = None) -> Parsed:
     """Split a line into its rank, time, host and message. ``system`` lines may carry a host field;
     ``known`` says whether a name is a node of the attempt (a bare ``name: `` prefix counts only then)."""
-    rank = None
-    rest = line
-    prefix_host = None
-    while True:
-        if match := PREFIX.match(rest):
-            label, _local, global_rank = match.groups()
-            if global_rank is not None:
-                rank = int(global_rank)
-            elif label is not None and rank is None:
-                rank = int(label)
-        elif system:
-            break
-        elif match := RAY_PREFIX.match(rest):
-            prefix_host = match.group("ip") or prefix_host
-        elif known is not None and (match := BARE_HOST.match(rest)) and known(match.group(1)):
-            prefix_host = match.group(1)
-        else:
-            break
-        rest = rest[match.end() :]
+    rank, prefix_host, rest = _prefixes(line, system, known)
     time = uptime = delta = None
     span = 0.0
     host = None
@@ -229,6 +211,35 @@ def parse_line(line: str, clock: Clock, system: bool, known: Callable[[str], boo
     else:
         host = prefix_host
     return Parsed(time, uptime, host, rank, rest, span, delta)
+
+
+def line_rank(line: str, system: bool, known: Callable[[str], bool] | None = None) -> int | None:
+    """The rank ``parse_line`` gives ``line``, from its workload prefixes alone (a fraction of its cost)."""
+    return _prefixes(line, system, known)[0]
+
+
+def _prefixes(line: str, system: bool, known: Callable[[str], bool] | None) -> tuple[int | None, str | None, str]:
+    """The rank and host a line's workload prefixes give, and the rest of the line."""
+    rank = None
+    rest = line
+    prefix_host = None
+    while True:
+        if match := PREFIX.match(rest):
+            label, _local, global_rank = match.groups()
+            if global_rank is not None:
+                rank = int(global_rank)
+            elif label is not None and rank is None:
+                rank = int(label)
+        elif system:
+            break
+        elif match := RAY_PREFIX.match(rest):
+            prefix_host = match.group("ip") or prefix_host
+        elif known is not None and (match := BARE_HOST.match(rest)) and known(match.group(1)):
+            prefix_host = match.group(1)
+        else:
+            break
+        rest = rest[match.end() :]
+    return rank, prefix_host, rest
 
 
 # Lines that tie kernel uptime to the wall clock: the RTC read at boot and audit records.

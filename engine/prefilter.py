@@ -13,6 +13,8 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
+from functools import partial
 from pathlib import Path
 
 import re2
@@ -70,10 +72,12 @@ class Prefilter:
         self.engine = "none"
         self._database = None
         self._set = None
+        self._local = threading.local()  # each thread's Hyperscan scratch space (a scan cannot share one)
         if not patterns:
             return
         if hyperscan is not None:
             self._database = _cached_database(patterns, cache) if cache else _hyperscan_database(patterns)
+            self._scratch = partial(hyperscan.Scratch, self._database)
             self.engine = "hyperscan"
         else:
             options = re2.Options()
@@ -89,8 +93,13 @@ class Prefilter:
         if self._database is not None:
             ends: list[tuple[int, int]] = []
             append = ends.append
+            scratch = getattr(self._local, "scratch", None)
+            if scratch is None:
+                scratch = self._local.scratch = self._scratch()
             self._database.scan(
-                memoryview(block)[:end], match_event_handler=lambda pid, _f, to, _fl, _c: append((to, pid))
+                memoryview(block)[:end],
+                match_event_handler=lambda pid, _f, to, _fl, _c: append((to, pid)),
+                scratch=scratch,
             )
             if not ends:
                 return []
@@ -99,8 +108,9 @@ class Prefilter:
             line_start, line_end = -1, -1
             for to, pid in ends:
                 if to > line_end:
-                    line_start = block.rfind(b"\n", 0, max(to - 1, 0)) + 1
-                    line_end = block.find(b"\n", max(to - 1, 0), end)
+                    last = to - 1 if to else 0  # the match's last byte
+                    line_start = block.rfind(b"\n", 0, last) + 1
+                    line_end = block.find(b"\n", last, end)
                     if line_end == -1:
                         line_end = end
                 hits.add((line_start, pid))

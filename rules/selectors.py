@@ -1,19 +1,13 @@
 """Reads for rule sets, and the engines that run them."""
 
 import difflib
-from functools import lru_cache
-from pathlib import Path
 
-from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
 
 from engine import Engine
-from rules.engine_cache import ENGINE_CACHE, engine_for
+from rules.engine_cache import DEFAULT_RULESET, database_created, engine_for, engine_pack
 from rules.models import Activation, RuleSet, RuleSetRevision
-from rules.revisions import compile_revision, pack_text
-
-DEFAULT_RULESET = "default"
 
 
 def revision_active(name: str = DEFAULT_RULESET) -> RuleSetRevision | None:
@@ -36,19 +30,12 @@ def engine_current() -> Engine:
     revision = revision_active() if _database_ready() else None
     if revision is not None:
         return revision_engine(revision)
-    return _pack_engine(pack_text(settings.FAULTLINE_RULES_PATH))
-
-
-@lru_cache(maxsize=2)
-def _pack_engine(text: str) -> Engine:
-    return Engine(compile_revision(DEFAULT_RULESET, 1, text), ENGINE_CACHE)
+    return engine_pack()
 
 
 def _database_ready() -> bool:
-    name = connection.settings_dict["NAME"]
-    in_memory = str(name) == ":memory:" or str(name).startswith("file:")
-    if connection.vendor == "sqlite" and not in_memory and not Path(name).exists():
-        return False  # not created yet; connecting would create it
+    if not database_created():
+        return False
     try:
         return "rules_rulesetrevision" in connection.introspection.table_names()
     except DatabaseError:

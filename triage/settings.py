@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "api",
     "pages",
     "workbench",
+    "triage",
 ]
 
 MIDDLEWARE = [

@@ -131,8 +131,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             names.update(root.get("nodes", ()))
             stored = nodes_ensure(cluster=attempt.cluster, names={fitted(n, Node, "name") for n in names - {None}})
             nodes = {name: stored[fitted(name, Node, "name")] for name in names - {None}}
-            if root.get("nodes"):
-                diagnosis.root_cause_nodes.set({nodes[name] for name in root["nodes"]})
+            if root.get("nodes"):  # a new diagnosis has none: add, unlike set, inserts without reading first
+                diagnosis.root_cause_nodes.add(*(nodes[name] for name in root["nodes"]))
             Evidence.objects.bulk_create(
                 Evidence(
                     diagnosis=diagnosis,

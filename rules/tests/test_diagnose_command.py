@@ -71,3 +71,18 @@ def test_invalid_rules_exit_2_naming_file_and_line(tmp_path, write_bundle, diagn
     done = diagnose_command(str(write_bundle(tmp_path / "b", logs=XID_79)), "--rules", str(rules))
     assert done.returncode == 2
     assert "bad.yaml:5: rule 'bad', field 'pattern'" in done.stderr
+
+
+def test_without_a_database_it_loads_neither_the_apps_nor_celery(tmp_path, write_bundle, diagnose_command):
+    """Its start-up is Python's and the engine's (docs/performance.md): no app registry, Celery or ORM."""
+    heavy = ("celery", "django.contrib.admin", "rest_framework", "django.db.models", "diagnoses.models")
+    probe = (
+        "import runpy, sys\n"
+        "runpy.run_path('manage.py', run_name='__main__')\n"
+        f"sys.stderr.write('loaded: ' + ' '.join(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    bundle = str(write_bundle(tmp_path, logs=XID_79))
+    done = diagnose_command(bundle, script=("-c", probe))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == diagnose_command(bundle).stdout
+    assert done.stderr.splitlines()[-1] == "loaded: "

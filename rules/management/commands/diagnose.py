@@ -5,17 +5,22 @@ the default rule set when a database holds one (read only), else the default pac
 ``FAULTLINE_RULES_PATH`` as revision 1 would be stored: either way the diagnosis the pipeline stores
 for the same bundle. Exit 0 when a diagnosis was produced, 2 with a one-line message on stderr when
 the bundle or the rules cannot be used.
+
+It needs neither the app registry nor Celery: ``manage.py`` runs it without ``django.setup()``, which
+it calls only when there is a database to read a rule set from (docs/performance.md, the start-up).
 """
 
+import os
 import sys
 
+import django
+from django.apps import apps
 from django.core.management.base import BaseCommand
 
 from engine import Engine, RuleSetError, load_rules, to_json, to_text
 from engine.bundle import BundleError, load_bundle
-from rules.engine_cache import ENGINE_CACHE
+from rules.engine_cache import ENGINE_CACHE, database_created, engine_pack
 from rules.engine_limits import bundle_limits
-from rules.selectors import engine_current
 
 
 class Command(BaseCommand):
@@ -33,14 +38,24 @@ class Command(BaseCommand):
         except BundleError as exc:
             self.fail(f"unusable bundle: {exc}")
         try:
-            engine = Engine(load_rules(rules), ENGINE_CACHE) if rules else engine_current()
+            engine = Engine(load_rules(rules), ENGINE_CACHE) if rules else self.engine_stored()
         except RuleSetError as exc:
             self.fail(
                 f"invalid rules: {exc.errors[0]}"
                 + (f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else "")
             )
-        result = engine.diagnose(context, limits=bundle_limits())
+        result = engine.diagnose(context, limits=bundle_limits(), threads=os.cpu_count() or 1)
         self.stdout.write(to_json(result) if format == "json" else to_text(result), ending="")
+
+    def engine_stored(self) -> Engine:
+        """``rules.selectors.engine_current``, loading the apps only when there is a database to read."""
+        if not database_created():
+            return engine_pack()
+        if not apps.ready:
+            django.setup()
+        from rules.selectors import engine_current  # its models need the app registry set up above
+
+        return engine_current()
 
     def fail(self, message: str):
         sys.stderr.write(f"diagnose: {message}\n")
