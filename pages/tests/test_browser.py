@@ -15,18 +15,10 @@ from playwright.sync_api import Page, expect
 
 from access.roles import TRIAGER, VIEWER
 from diagnoses.models import Attempt, Review
+from pages.tests.browser import sign_in
 
 pytestmark = pytest.mark.usefixtures("browser_roles")  # transactional: the live server sees committed rows only
 SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))
-
-
-def sign_in(page: Page, live_server, username: str, password: str) -> None:
-    page.goto(f"{live_server.url}/")
-    expect(page).to_have_url(re.compile(r"/accounts/login/"))
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
 
 
 def shoot(page: Page, name: str) -> None:

@@ -15,17 +15,10 @@ from playwright.sync_api import Page, expect
 from access.roles import ADMIN, TRIAGER
 from diagnoses.models import Cluster
 from handoffs.models import Drain
+from pages.tests.browser import sign_in
 
 pytestmark = pytest.mark.usefixtures("browser_roles")  # transactional: the live server sees committed rows only
 SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))
-
-
-def sign_in(page: Page, live_server, username: str, password: str) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
 
 
 def test_propose_approve_and_resume_a_drain_in_the_browser(page: Page, live_server, person, make_bundle, store):

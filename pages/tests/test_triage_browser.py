@@ -11,17 +11,10 @@ from playwright.sync_api import Page, expect
 from access.roles import ADMIN, TRIAGER
 from demo.bundles import example
 from diagnoses.models import Attempt, Review
+from pages.tests.browser import sign_in
 from rules import services as rules_services
 
 pytestmark = pytest.mark.usefixtures("browser_roles")  # transactional: the live server sees committed rows only
-
-
-def sign_in(page: Page, live_server, username: str, password: str) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
 
 
 @pytest.fixture
