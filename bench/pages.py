@@ -104,6 +104,8 @@ def seed(connection, attempts: int) -> dict:
     indexes = secondary_indexes(cursor, tables)
     for name, _ in indexes:
         cursor.execute(f'DROP INDEX "{name}"')
+    for table in ("diagnoses_evidence", "diagnoses_nodeevent"):  # the seeded times are exact, never approximate
+        cursor.execute(f"ALTER TABLE {table} ALTER COLUMN time_approx SET DEFAULT false")
     stamp = NOW.isoformat()
     cursor.execute("INSERT INTO rules_ruleset (id, name, description, created) VALUES (1, 'default', '', %s)", [stamp])
     cursor.execute(
@@ -421,6 +423,7 @@ def main() -> None:
         **os.environ,
         "DATABASE_URL": args.database_url,
         "DJANGO_DEBUG": "0",
+        "DJANGO_SECURE_COOKIES": "0",  # plain HTTP on loopback: the session and CSRF cookies without Secure
         "FAULTLINE_BUNDLE_ROOT": str(workdir / "bundles"),
         "FAULTLINE_VAR_DIR": str(workdir / "var"),
         "FAULTLINE_LOG_LEVEL": "WARNING",

@@ -1,0 +1,15 @@
+"""What the browser tests share: signing a page in at the live server."""
+
+import re
+
+from playwright.sync_api import Page, expect
+
+
+def sign_in(page: Page, live_server, username: str, password: str) -> None:
+    """Open the site, land on the login form, sign in and see the overview."""
+    page.goto(f"{live_server.url}/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
