@@ -36,6 +36,10 @@ BLOCK_BYTES = 8 << 20  # a line is cut at the larger of this and Limits.line_byt
 EVENTS_PER_RULE = 500  # distinct events kept per rule and stream; further ones only count
 CADENCE = 32  # the latest times of each progress rule and node that its cadence is measured on
 ANCHORS = (RTC_ANCHOR.pattern, AUDIT_ANCHOR.pattern, BOOT_START.pattern)
+# A process the kernel killed (a rule tagged ``process.killed``) is seen gone by its supervisor (``process.exited``)
+# at most this long after: torchrun polls its workers every 5 s (0.1 s since PyTorch 2.2's ``--monitor-interval``),
+# and a process with a large address space takes seconds to exit once killed.
+EXIT_NOTICED_WITHIN = 30.0
 
 
 @dataclass
@@ -47,6 +51,9 @@ class StreamStats:
     cut: int = 0  # lines longer than the line limit, cut there
     last: float | None = None
     progress: dict[tuple[str, str | None], Progress] = field(default_factory=dict)  # by (rule, node)
+    boot: BootClock = field(default_factory=BootClock)
+    tail: Stamp | None = None  # the stamp at the stream's last line (``last`` once resolved)
+    unanchored: list[_Placement] = field(default_factory=list)  # events dated only by unanchored kernel uptime
 
 
 class _Plan:
@@ -120,6 +127,7 @@ class Extractor:
         for found, stat in scanned:
             events.extend(found)
             stats.append(stat)
+        _anchor_by_killed_processes(events, stats)
         events.extend(self.silence_events(context, stats))
         events.extend(self.stall_events(context, stats))
         events.extend(self.scheduler_events(context, nodes))
@@ -149,7 +157,7 @@ class Extractor:
         stat = StreamStats(stream)
         found: dict[tuple, Event] = {}
         per_rule: dict[str, list[Event]] = defaultdict(list)
-        boot = BootClock()
+        boot = stat.boot
         placed: list[_Placement] = []  # each new event's stamps, turned into times once the stream is read
         waiting: list[_Placement] = []  # events whose later neighbour lies in a later block
         cadence: dict[tuple, deque] = defaultdict(lambda: deque(maxlen=CADENCE))  # latest times of each progress rule
@@ -263,6 +271,8 @@ class Extractor:
             stat.error = f"read failed ({exc.strerror or exc})"
         for placement in placed:
             placement.settle(boot)
+        stat.unanchored = [placement for placement in placed if placement.unanchored(boot)]
+        stat.tail = carried
         stat.last = _resolve(boot, stat.lines, carried, high=False)
         return list(found.values()), stat
 
@@ -643,12 +653,19 @@ class _Placement:
         event = self.event
         low = _resolve(boot, self.line_no, self.low, high=False)
         high = _resolve(boot, self.line_no, self.high, high=True)
-        exact = self.exact and low is not None
+        exact = self.exact and low is not None and (not self.low.uptime or boot.exact(self.line_no))
         event.exact = exact
         event.low, event.high = (low, low) if exact else (low, high)
         event.time = low if low is not None else high
         if event.last is None or event.time is not None and event.last < event.time:
             event.last = event.time
+
+    def unanchored(self, boot: BootClock) -> bool:
+        """Whether a kernel uptime stamp left this event's time unknown (no boot anchor in its stream)."""
+        return any(
+            stamp is not None and stamp.uptime and boot.resolve(self.line_no, stamp.low) is None
+            for stamp in (self.low, self.high)
+        )
 
 
 def _place(event: Event, line_no: int, parsed: Parsed, times: BlockTimes, start: int, end: int) -> _Placement:
@@ -667,4 +684,30 @@ def _resolve(boot: BootClock, line_no: int, stamp: Stamp | None, *, high: bool) 
     if stamp is None:
         return None
     value = stamp.high if high else stamp.low
-    return boot.resolve(line_no, value) if stamp.uptime else value
+    return boot.resolve(line_no, value, high=high) if stamp.uptime else value
+
+
+def _anchor_by_killed_processes(events: list[Event], stats: list[StreamStats]) -> None:
+    """Date kernel logs that have no boot anchor of their own by a process the kernel killed (the OOM killer names
+    its pid) that another stream saw exit at a known time (torchrun's ``failed (exitcode: -9) local_rank: 0 (pid:
+    N)``) on the same node: the kill happened at most ``EXIT_NOTICED_WITHIN`` before that, which bounds the boot's
+    time, and so every line of that boot. The events of such streams get those bounds, as approximate times."""
+    exited: dict[tuple[str | None, str], float] = {}  # (node, pid) -> when a supervisor first saw it gone
+    for event in events:
+        pid = event.captures.get("pid")
+        if pid and event.exact and "process.exited" in event.rule.tags:
+            key = (event.node, pid)
+            exited[key] = min(exited.get(key, event.time), event.time)
+    if not exited:
+        return
+    for stat in stats:
+        bounded = False
+        for placement in stat.unanchored:
+            event = placement.event
+            seen = exited.get((event.node, event.captures.get("pid", "")))
+            if seen is not None and "process.killed" in event.rule.tags and placement.low and placement.low.uptime:
+                bounded |= stat.boot.bound(placement.line_no, placement.low.low, seen - EXIT_NOTICED_WITHIN, seen)
+        if bounded:
+            for placement in stat.unanchored:
+                placement.settle(stat.boot)
+            stat.last = _resolve(stat.boot, stat.lines, stat.tail, high=False)

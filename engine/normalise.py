@@ -251,12 +251,16 @@ BOOT_START = re.compile(r"^\[\s*0\.0+\] Linux version ")
 class BootClock:
     """Resolves kernel uptime to wall-clock time from the anchors found in one stream.
 
-    Each boot (a line at uptime 0) starts a segment; a line takes the first anchor of its segment.
+    Each boot (a line at uptime 0) starts a segment; a line takes the first anchor of its segment. An
+    anchor read from the stream itself (the RTC, an audit record) is exact; one found in another stream
+    (``bound``: a process the kernel killed, seen gone by its supervisor) bounds the boot time between two
+    wall-clock times.
     """
 
     def __init__(self):
         self.boots: list[int] = [0]  # line numbers where a boot starts
-        self.anchors: dict[int, float] = {}  # boot segment index -> boot time (unix seconds)
+        self.anchors: dict[int, tuple[float, float]] = {}  # boot segment index -> boot time bounds (unix seconds)
+        self.contradicted: set[int] = set()  # segments whose cross-stream bounds disagree
 
     def see(self, line_no: int, line: str) -> None:
         if BOOT_START.match(line):
@@ -267,10 +271,33 @@ class BootClock:
         if match:
             uptime = int(match.group(1)) + _fraction(match.group(2))
             wall = int(match.group(3)) + (_fraction(match.group(4)) if match.lastindex >= 4 and match.group(4) else 0)
-            segment = bisect.bisect_right(self.boots, line_no) - 1
-            self.anchors.setdefault(segment, wall - uptime)
+            self.anchors.setdefault(self.segment(line_no), (wall - uptime, wall - uptime))
 
-    def resolve(self, line_no: int, uptime: float) -> float | None:
-        segment = bisect.bisect_right(self.boots, line_no) - 1
-        boot = self.anchors.get(segment)
-        return None if boot is None else boot + uptime
+    def segment(self, line_no: int) -> int:
+        return bisect.bisect_right(self.boots, line_no) - 1
+
+    def resolve(self, line_no: int, uptime: float, *, high: bool = False) -> float | None:
+        """Wall-clock time of ``uptime`` on line ``line_no``: the earliest it can be, or with ``high`` the latest."""
+        boot = self.anchors.get(self.segment(line_no))
+        return None if boot is None else boot[high] + uptime
+
+    def exact(self, line_no: int) -> bool:
+        boot = self.anchors.get(self.segment(line_no))
+        return boot is not None and boot[0] == boot[1]
+
+    def bound(self, line_no: int, uptime: float, low: float, high: float) -> bool:
+        """Line ``line_no`` at ``uptime`` happened between wall-clock ``low`` and ``high``: bound its boot's time
+        by that, narrowing an earlier bound of the same boot. An exact anchor is kept; bounds that contradict
+        each other leave the boot unanchored (nothing is invented). Returns whether the bound was taken."""
+        segment = self.segment(line_no)
+        known = self.anchors.get(segment, (float("-inf"), float("inf")))
+        if known[0] == known[1]:
+            return False
+        boot = (max(known[0], low - uptime), min(known[1], high - uptime))
+        if boot[0] > boot[1]:
+            self.anchors.pop(segment, None)
+            self.contradicted.add(segment)
+            return False
+        if segment not in self.contradicted:
+            self.anchors[segment] = boot
+        return segment not in self.contradicted

@@ -88,6 +88,13 @@ def _time(time: float | None, exact: bool, bounds: tuple[float, float]) -> dict:
     return {"time": iso(time), "time_approx": True, "time_bounds": [iso(bounds[0]), iso(bounds[1])]}
 
 
+def _first(event: Event) -> dict:
+    """A symptom's ``first`` time, with ``first_approx`` and ``first_bounds`` when its line did not date it."""
+    if event.exact:
+        return {"first": iso(event.time)}
+    return {"first": iso(event.time), "first_approx": True, "first_bounds": [iso(event.low), iso(event.high)]}
+
+
 def _symptoms(events: list[Event]) -> list[dict]:
     groups: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for event in events:
@@ -102,7 +109,7 @@ def _symptoms(events: list[Event]) -> list[dict]:
                 "role": role,
                 "nodes": sorted({e.node for e in members if e.node is not None}),
                 "count": sum(e.count for e in members),
-                "first": iso(first.time),
+                **_first(first),
                 "summary": first.rule.description if len(members) > 1 else first.summary(),
             }
         )
@@ -199,11 +206,11 @@ def to_json(diagnosis: dict) -> str:
     return json.dumps(diagnosis, indent=2, ensure_ascii=False) + "\n"
 
 
-def _shown(item: dict) -> str:
+def _shown(item: dict, field: str = "time") -> str:
     """A time as the text report shows it: ``~`` before one not read from its line, ``?`` when unknown."""
-    if item.get("time_approx"):
-        return "~" + (item["time"] or "?")
-    return item["time"] or "?"
+    if item.get(f"{field}_approx"):
+        return "~" + (item[field] or "?")
+    return item[field] or "?"
 
 
 def to_text(diagnosis: dict) -> str:
@@ -234,7 +241,7 @@ def to_text(diagnosis: dict) -> str:
         for symptom in diagnosis["symptoms"]:
             where = ", ".join(symptom["nodes"][:6]) + (" ..." if len(symptom["nodes"]) > 6 else "")
             lines.append(
-                f"  {symptom['first'] or '?':24} {symptom['role']:8} x{symptom['count']:<5} {symptom['summary']}"
+                f"  {_shown(symptom, 'first'):24} {symptom['role']:8} x{symptom['count']:<5} {symptom['summary']}"
                 f" ({where or 'job'})"
             )
     if diagnosis["evidence"]:

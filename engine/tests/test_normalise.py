@@ -137,6 +137,30 @@ def test_uptime_without_an_anchor_stays_unknown():
     assert BootClock().resolve(10, 123.0) is None
 
 
+def test_bounds_from_other_streams_narrow_the_boot_time():
+    boot = BootClock()
+    assert boot.bound(10, 100.0, 1000.0, 1030.0)  # the line at uptime 100 happened in [1000, 1030]
+    assert boot.bound(20, 200.0, 1110.0, 1200.0)  # and this one in [1110, 1200]: boot in [910, 930]
+    assert (boot.resolve(30, 50.0), boot.resolve(30, 50.0, high=True)) == (960.0, 980.0)
+    assert not boot.exact(30)
+
+
+def test_contradicting_bounds_leave_the_boot_unanchored():
+    boot = BootClock()
+    assert boot.bound(10, 100.0, 1000.0, 1030.0)
+    assert not boot.bound(20, 200.0, 5000.0, 5010.0)
+    assert not boot.bound(30, 300.0, 1200.0, 1230.0)  # consistent with the first, but the boot stays in doubt
+    assert boot.resolve(40, 50.0) is None
+
+
+def test_a_boot_anchor_of_the_stream_itself_is_kept():
+    boot = BootClock()
+    boot.see(5, "[   30.000000] audit: type=1400 audit(1700000030.000:7): apparmor")
+    assert not boot.bound(10, 100.0, 1000.0, 1030.0)
+    assert boot.exact(10)
+    assert boot.resolve(10, 100.0) == boot.resolve(10, 100.0, high=True) == pytest.approx(1700000100.0)
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -37,13 +37,14 @@ def bounds_text(low: datetime | None, high: datetime | None) -> str:
 
 
 @register.simple_tag
-def when(item):
+def when(item, field="time"):
     """A line's time: an ``ApproximateTime`` row (evidence, node event) or an item of the diagnosis document
-    (root cause, candidate, evidence). Exact: ``2026-11-02 10:14:07 UTC``. Approximate: ``~2026-11-02 10:14:07
-    UTC``, focusable, with its bounds in its title and in text that hovering or focusing shows."""
+    (root cause, candidate, evidence; a symptom's ``first`` with ``field="first"``). Exact: ``2026-11-02
+    10:14:07 UTC``. Approximate: ``~2026-11-02 10:14:07 UTC``, focusable, with its bounds in its title and in
+    text that hovering or focusing shows."""
     if isinstance(item, dict):
-        time, approx = _moment(item.get("time")), bool(item.get("time_approx"))
-        low, high = (_moment(b) for b in item.get("time_bounds") or (None, None))
+        time, approx = _moment(item.get(field)), bool(item.get(f"{field}_approx"))
+        low, high = (_moment(b) for b in item.get(f"{field}_bounds") or (None, None))
     else:
         time, approx, low, high = item.time, item.time_approx, item.time_low, item.time_high
     zone = timezone.get_current_timezone_name()
@@ -70,9 +71,3 @@ def when(item):
         bounds,
         "time" if moment else "span",
     )
-
-
-@register.filter
-def moment(value):
-    """The diagnosis document's ISO time as a datetime (for ``date``), None as None."""
-    return _moment(value)

@@ -78,3 +78,5 @@ def test_the_page_shows_the_times_as_approximate_with_their_bounds(unstamped, cl
     assert 'class="mark role-root_cause approx"' in page  # the timeline draws the interval
     assert "root cause: gpu" in page
     assert "(approximate: between" in page
+    symptoms = page[page.index('id="symptoms-heading"') :]
+    assert 'class="approx"' in symptoms[: symptoms.index("</table>")]  # a symptom's first time too
