@@ -6,7 +6,6 @@ flavour differs from the pickle in three ways this module evens out: `process_gr
 `pg_status` values are strings, and an unknown `time_discovered_*_ns` is 0, not None.
 """
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import NamedTuple
 
 from engine.flight_recorder import unpickle
 from engine.flight_recorder.errors import DumpError
+from engine.limits import Limits, TooLarge, load_json
 
 # The dump versions whose fields this reader knows (FlightRecorder.hpp's version_val): 2.4 brought the field set read
 # here (pg_status, collective and p2p sequence ids, dtypes, is_p2p); torch 2.13 and 2.14 write "2.10".
@@ -157,15 +157,12 @@ def parse_dump(data: bytes, *, name: str, rank: int) -> Dump:
 
 
 def _load_json(data: bytes, name: str) -> object:
-    if len(data) > unpickle.MAX_BYTES:
-        raise DumpError(f"{name}: {len(data):,} bytes, more than the {unpickle.MAX_BYTES:,} a dump may have")
     try:
-        raw = json.loads(data)
-    except RecursionError:
-        raise DumpError(f"{name}: JSON nested too deep") from None
+        return load_json(data, Limits(json_bytes=unpickle.MAX_BYTES))
+    except TooLarge as error:
+        raise DumpError(f"{name}: {error}") from None
     except ValueError as error:
         raise DumpError(f"{name}: malformed JSON ({error})") from None
-    return raw
 
 
 def _dump(raw: object, *, name: str, rank: int, kind: str) -> Dump:

@@ -114,7 +114,7 @@ def test_bad_fields_are_named_with_the_file(change, message):
         (b"\x00\x01binary", "neither a pickle nor a JSON"),
         (b'{"version": "2.10", ', "malformed JSON"),
         (b"[" * 100_000, "neither a pickle nor a JSON"),
-        (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "JSON nested too deep|nested more than"),
+        (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper than 32 levels"),
         (b"[]", "neither"),
         (b'{"version": "2.10", "entries": [[]]}', "entry 0: expected a dict"),
     ],
