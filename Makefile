@@ -23,7 +23,7 @@ run: $(STAMP) ## Run Faultline on http://localhost:8000 with demo data (SQLite i
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py load_demo --if-empty
 	$(BIN)/python manage.py demo_login
-	DJANGO_SECURE_COOKIES=0 $(BIN)/python manage.py runserver 127.0.0.1:8000  # plain HTTP on localhost
+	DJANGO_SECURE_COOKIES=0 $(BIN)/python manage.py serve 127.0.0.1:8000  # plain HTTP on localhost; periodic tasks in a thread
 
 # Tests use PostgreSQL (pytest-django creates test_<name>) and Redis (the worker test's broker).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
