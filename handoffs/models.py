@@ -1,5 +1,6 @@
-"""What the hand-offs store: notification rules, the incidents they group events into and the log of each delivery;
-each cluster's drain policy and the drains of its nodes (proposed, approved, run, resumed)."""
+"""What the hand-offs store: the new diagnoses whose hand-offs are still to run, notification rules, the incidents
+they group events into and the log of each delivery; each cluster's drain policy and the drains of its nodes
+(proposed, approved, run, resumed)."""
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -7,7 +8,20 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
-from diagnoses.models import Attempt, Cluster, Node
+from diagnoses.models import Attempt, Cluster, Diagnosis, Node
+
+
+class PendingHandoff(models.Model):
+    """A new attempt's diagnosis whose hand-offs (notifications, drain proposals) have not run yet: written when the
+    store announces it, removed by the task that runs them, in that task's transaction. A message the broker lost
+    leaves the row, and the notification tick queues it again (``handoffs_requeue``)."""
+
+    diagnosis = models.OneToOneField(Diagnosis, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    noted = models.DateTimeField(default=timezone.now, db_index=True, help_text="When it was last queued")
+    requeued = models.PositiveIntegerField(default=0, help_text="How many times the tick queued it again")
+
+    def __str__(self) -> str:
+        return f"hand-offs of diagnosis {self.diagnosis_id}"
 
 
 class NotificationRule(models.Model):

@@ -3,6 +3,8 @@ in the analysis's process, and never let a failure here reach the analysis."""
 
 import logging
 
+from handoffs.services import outbox
+
 logger = logging.getLogger(__name__)
 
 
@@ -13,8 +15,8 @@ def diagnosis_recorded(sender, *, diagnosis_id: int, first: bool, **kwargs) -> N
 
     if not first:
         return
-
+    outbox.handoff_note(diagnosis_id=diagnosis_id)
     try:
         diagnosis_handoffs.delay(diagnosis_id)
-    except Exception:  # a broker that is down loses a notification, never an analysis
-        logger.exception("could not queue the hand-offs of diagnosis %s", diagnosis_id)
+    except Exception:  # a broker that is down delays a notification (the tick queues it again), never an analysis
+        logger.exception("could not queue the hand-offs of diagnosis %s; queued again later", diagnosis_id)

@@ -1,30 +1,42 @@
 """The hand-offs' Celery tasks, thin: they take primary keys and call the services."""
 
+from datetime import timedelta
+
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
 from handoffs import selectors
-from handoffs.services import drains, notifications
+from handoffs.services import drains, notifications, outbox
 
 BACKOFF_MAX_SECONDS = 600
+HANDOFF_LOST_AFTER_SECONDS = 120  # a noted hand-off not run by then is queued again: its message was lost
 
 
 @shared_task
 def diagnosis_handoffs(diagnosis_id: int) -> None:
     """A new diagnosis, still its attempt's current one: its notifications, and automatic drain proposals for the
-    repeat offenders it made."""
-    diagnosis = selectors.diagnosis_current(diagnosis_id)
-    if diagnosis is None:
-        return
-    offenders = selectors.diagnosis_repeat_offenders(diagnosis)
-    notifications.diagnosis_notify(diagnosis=diagnosis, offenders=offenders)
-    for node, count in offenders:
-        drains.drain_propose_repeat_offender(node=node, count=count)
+    repeat offenders it made. Runs once, whoever queued it (the outbox's note is taken in the same transaction)."""
+    with transaction.atomic():
+        if not outbox.handoff_claim(diagnosis_id=diagnosis_id):
+            return
+        diagnosis = selectors.diagnosis_current(diagnosis_id)
+        if diagnosis is None:
+            return
+        offenders = selectors.diagnosis_repeat_offenders(diagnosis)
+        notifications.diagnosis_notify(diagnosis=diagnosis, offenders=offenders)
+        for node, count in offenders:
+            drains.drain_propose_repeat_offender(node=node, count=count)
 
 
 @shared_task
 def send_due_notifications() -> list[int]:
-    """Celery beat's tick: check the triage backlog, queue the messages whose grouping window ended."""
+    """Celery beat's tick: queue again the hand-offs whose message was lost, check the triage backlog, queue the
+    messages whose grouping window ended."""
+    noted_before = timezone.now() - timedelta(seconds=HANDOFF_LOST_AFTER_SECONDS)
+    for diagnosis_id in outbox.handoffs_requeue(noted_before=noted_before):
+        diagnosis_handoffs.delay(diagnosis_id)
     notifications.backlog_notify()
     return notifications.incidents_queue_due()
 

@@ -1,1 +1,2 @@
-"""The hand-offs' writes: ``notifications`` (rules, incidents, deliveries) and ``drains``."""
+"""The hand-offs' writes: ``outbox`` (new diagnoses whose hand-offs are due), ``notifications`` (rules, incidents,
+deliveries) and ``drains``."""

@@ -10,12 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core import mail
 from django.core.exceptions import ValidationError
+from django.db.models import F
 from django.utils import timezone
 
 from diagnoses.models import Attempt
 from handoffs import tasks
-from handoffs.models import Delivery, Incident, NotificationRule
-from handoffs.services import notifications
+from handoffs.models import Delivery, Incident, NotificationRule, PendingHandoff
+from handoffs.services import notifications, outbox
 
 URL_VARIABLE = "FAULTLINE_TEST_WEBHOOK_URL"
 
@@ -206,6 +207,55 @@ def test_a_failing_hand_off_never_fails_an_analysis(analysed, monkeypatch, recei
     assert attempt.analysis_state == Attempt.Analysis.ANALYSED
     assert attempt.current_diagnosis is not None
     assert not Incident.objects.exists()
+    assert PendingHandoff.objects.filter(diagnosis=attempt.current_diagnosis).exists()  # noted: not lost
+
+
+def minutes_pass(minutes: int) -> None:
+    PendingHandoff.objects.update(noted=F("noted") - timedelta(minutes=minutes))
+
+
+def test_hand_offs_whose_message_was_lost_are_queued_again(
+    analysed, monkeypatch, receiver, django_capture_on_commit_callbacks
+):
+    rule()
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.diagnosis_handoffs, "delay", lambda *args: None)  # accepted, then lost by the broker
+        attempt = analysed("901")
+    tasks.send_due_notifications.apply()
+    assert not Incident.objects.exists()  # a minute later: perhaps only slow, not queued again
+    minutes_pass(3)
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.send_due_notifications.apply()
+    assert Incident.objects.get().items[0]["attempt_id"] == attempt.pk
+    assert not PendingHandoff.objects.exists()
+    assert len(send_due(django_capture_on_commit_callbacks, after=61)) == 1
+    assert [body["incident"]["key"] for body in bodies(receiver)] == ["dgx-a/901"]
+
+
+def test_hand_offs_run_once_however_often_they_are_queued(analysed, receiver):
+    rule()
+    diagnosis = analysed("902").current_diagnosis
+    tasks.diagnosis_handoffs.apply(args=[diagnosis.pk])  # a second message for the same diagnosis
+    assert Incident.objects.get().events == 1
+
+
+def test_hand_offs_that_always_fail_are_given_up(analysed, monkeypatch, receiver, caplog):
+    rule()
+
+    def failing(**kwargs):
+        raise RuntimeError("a bug in a hand-off")
+
+    monkeypatch.setattr(notifications, "diagnosis_notify", failing)
+    monkeypatch.setitem(tasks.diagnosis_handoffs.app.conf, "task_eager_propagates", False)
+    diagnosis = analysed("903").current_diagnosis
+    for _ in range(outbox.REQUEUE_AT_MOST):
+        minutes_pass(3)
+        tasks.send_due_notifications.apply()
+        assert PendingHandoff.objects.get().requeued >= 1  # the failed run put its note back
+    minutes_pass(3)
+    tasks.send_due_notifications.apply()
+    assert not PendingHandoff.objects.exists()
+    assert f"gave up the hand-offs of diagnosis {diagnosis.pk} after 5 tries" in caplog.text
 
 
 # -- a real worker -------------------------------------------------------------------------------------------------
