@@ -56,6 +56,8 @@ ACTIONS = {
     "workers.",
     "CHECK_SHM_SIZE": "Check the shared memory (/dev/shm) the job had: too small, or full, makes the data loader's "
     "workers die with a bus error.",
+    "CHECK_SHM": "Give the job a usable /dev/shm: large enough (a container's default is 64 MB: --shm-size, "
+    "--ipc=host or a memory-backed volume) and writable by the job's user.",
     "CHECK_NODE_PRESSURE": "Check the node's memory and disk pressure (the kubelet evicted the pod): other pods or "
     "the system use what the job needed.",
     "INSPECT_NODE": "Look at the node itself (console, BMC, system log): it stopped answering the scheduler. Drain "
