@@ -62,6 +62,9 @@ ACTIONS = {
     "the system use what the job needed.",
     "INSPECT_NODE": "Look at the node itself (console, BMC, system log): it stopped answering the scheduler. Drain "
     "it until the cause is known.",
+    "CHECK_SLURMD_SPOOL": "Check the node's slurmd spool directory (SlurmdSpoolDir): it must exist, be writable "
+    "and allow execution (not cleaned by a tmp cleaner, not mounted noexec); fix or reboot the node before it runs "
+    "jobs again.",
     "FIX_PROLOG_AND_RESUME_NODE": "Fix the scheduler's prolog script on the node (it failed, so the node was "
     "drained), then resume the node.",
     # the application and its configuration
