@@ -56,10 +56,15 @@ ACTIONS = {
     "workers.",
     "CHECK_SHM_SIZE": "Check the shared memory (/dev/shm) the job had: too small, or full, makes the data loader's "
     "workers die with a bus error.",
+    "CHECK_SHM": "Give the job a usable /dev/shm: large enough (a container's default is 64 MB: --shm-size, "
+    "--ipc=host or a memory-backed volume) and writable by the job's user.",
     "CHECK_NODE_PRESSURE": "Check the node's memory and disk pressure (the kubelet evicted the pod): other pods or "
     "the system use what the job needed.",
     "INSPECT_NODE": "Look at the node itself (console, BMC, system log): it stopped answering the scheduler. Drain "
     "it until the cause is known.",
+    "CHECK_SLURMD_SPOOL": "Check the node's slurmd spool directory (SlurmdSpoolDir): it must exist, be writable "
+    "and allow execution (not cleaned by a tmp cleaner, not mounted noexec); fix or reboot the node before it runs "
+    "jobs again.",
     "FIX_PROLOG_AND_RESUME_NODE": "Fix the scheduler's prolog script on the node (it failed, so the node was "
     "drained), then resume the node.",
     # the application and its configuration

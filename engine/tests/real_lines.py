@@ -1485,4 +1485,52 @@ REAL_LINES = [
         "torchrun.signal",
         "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/multiprocessing/api.py",
     ),
+    (
+        "train",
+        "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device",
+        ("shm.segment_failed", "storage.no_space"),
+        "https://github.com/NVIDIA/nccl/issues/342",
+    ),
+    (
+        "train",
+        "include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-250a7cc850ba9298-0-1-3 (size 9637888)",
+        "shm.segment_failed",
+        "https://github.com/NVIDIA/nccl/issues/342",
+    ),
+    (
+        "train",
+        "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied",
+        "shm.segment_failed",
+        "https://github.com/NVIDIA/nccl/issues/328",
+    ),
+    (
+        "train",
+        "NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129",
+        "nccl.ib.retry_exceeded",
+        "https://github.com/NVIDIA/nccl/issues/426",
+    ),
+    (
+        "train",
+        "fastmoe: Test NCCL failure common.cu:777 'unhandled system error'",
+        "nccl.system_error",
+        "https://github.com/NVIDIA/nccl/issues/473",
+    ),
+    (
+        "train",
+        "The node was low on resource: memory.",
+        "k8s.evicted",
+        "https://github.com/kubeflow/kubeflow/issues/1261",
+    ),
+    (
+        "train",
+        "Exit Reason: User Container killed by docker due to it exceeded the request memory",
+        None,
+        "https://github.com/microsoft/pai/issues/5464",
+    ),
+    (
+        "train",
+        "slurmstepd: error: execve(): /tmp/slurmd/job00089/slurm_script: No such file or directory",
+        "slurm.batch_script_unavailable",
+        "https://github.com/ArjunaCluster/ArjunaUsers/issues/46",
+    ),
 ]
