@@ -1,12 +1,21 @@
 """Reads of the triage pages: the lists as the pages show them, the attempt page's parts (evidence, timeline
 events, reviews), a node's history, and the overview's counts."""
 
-from datetime import datetime
+from datetime import date, datetime
 
-from django.db.models import Count, F, Prefetch, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 
-from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent, Review
+from diagnoses.models import (
+    Attempt,
+    Cluster,
+    Diagnosis,
+    Evidence,
+    FlightRecorderSummary,
+    Node,
+    NodeEvent,
+    Review,
+    VerdictDay,
+)
 from pages import paging
 from pages.timeline import Event
 
@@ -191,19 +200,14 @@ def node_events_other(node: Node, *, role: str = "", limit: int = 30) -> list[No
 # Overview ----------------------------------------------------------------------------------------
 
 
-def failures_by_day(*, since: datetime) -> list[dict]:
-    """Attempts that ended since ``since``, counted by day and by the outcome, domain and subdomain of
-    their verdict of record ("" when they have none): one pass for every panel of the overview."""
+def failures_by_day(*, first: date) -> list[dict]:
+    """Attempts that ended on the day ``first`` or after, counted by day and by the outcome, domain and subdomain of
+    their verdict of record ("" when they have none): the daily rollup's rows (``VerdictDay``), one read for every
+    panel of the overview."""
     return list(
-        Attempt.objects.filter(end__gte=since)
-        .annotate(day=TruncDate("end"))
-        .values(
-            "day",
-            outcome=F("verdict_outcome"),
-            domain=F("verdict_domain"),
-            subdomain=F("verdict_subdomain"),
-        )
-        .annotate(count=Count("pk"))
+        VerdictDay.objects.filter(day__gte=first, attempts__gt=0)
+        .values("day", "outcome", "domain", "subdomain")
+        .annotate(count=Sum("attempts"))
         .order_by()
     )
 

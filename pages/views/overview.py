@@ -29,7 +29,7 @@ def overview(request):
     first = timezone.now().date() - timedelta(days=days - 1)
     since = datetime.combine(first, datetime.min.time(), tzinfo=timezone.get_current_timezone())
     day_list = [first + timedelta(days=n) for n in range(days)]
-    rows = selectors.failures_by_day(since=since)
+    rows = selectors.failures_by_day(first=first)
     by_outcome = charts.count_by_day(rows, lambda row: row["outcome"] or "not analysed")
     by_domain = charts.count_by_day(rows, lambda row: row["domain"] or ("none" if row["outcome"] else "not analysed"))
     causes = Counter()
