@@ -426,3 +426,20 @@ class VerdictDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.cluster_id} {self.outcome}/{self.domain}/{self.subdomain}: {self.attempts}"
+
+
+class VerdictNodeDay(models.Model):
+    """How many failed attempts that ended on one day (UTC) name one node in their verdict of record
+    (``Attempt.verdict_nodes``): the daily rollup of the nodes at fault, kept beside ``VerdictDay`` by the same
+    service in the same transactions; the overview's nodes most often at fault and /metrics' repeat offenders read
+    it."""
+
+    day = models.DateField()
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    attempts = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "node"], name="diagnoses_verdictnodeday_key")]
+
+    def __str__(self) -> str:
+        return f"{self.day} node {self.node_id}: {self.attempts}"

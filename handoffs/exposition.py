@@ -86,8 +86,8 @@ class FaultlineCollector:
         offenders = selectors.repeat_offenders()
         offenders_gauge = GaugeMetricFamily(
             "faultline_repeat_offenders",
-            f"Nodes that were the root cause of at least {settings.FAULTLINE_REPEAT_OFFENDER_COUNT} attempts in "
-            f"{settings.FAULTLINE_REPEAT_OFFENDER_DAYS} days",
+            f"Nodes named by the verdicts of record of at least {settings.FAULTLINE_REPEAT_OFFENDER_COUNT} attempts "
+            f"in {settings.FAULTLINE_REPEAT_OFFENDER_DAYS} days",
             labels=["cluster"],
         )
         per_cluster = {}

@@ -3,14 +3,15 @@ their incidents and deliveries, and drains."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from collections import Counter
+from datetime import UTC, datetime, time, timedelta
 
 from django.conf import settings
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
 from connectors.base import UnusableKind, connector_class
-from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Review, Source, VerdictDay
+from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Review, Source, VerdictDay, VerdictNodeDay
 from handoffs.models import Delivery, Drain, DrainPolicy, Incident, NotificationRule
 
 TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
@@ -109,17 +110,21 @@ def _root_causes_since(since: datetime) -> QuerySet:
 
 
 def repeat_offenders() -> list[dict]:
-    """Nodes that were the root cause of at least ``FAULTLINE_REPEAT_OFFENDER_COUNT`` attempts that ended in the last
-    ``FAULTLINE_REPEAT_OFFENDER_DAYS`` days, most first."""
-    rows = (
-        _root_causes_since(repeat_offender_window())
-        .values("node_id", "node__name", "node__cluster__name")
-        .annotate(count=Count("diagnosis_id"))
-        .filter(count__gte=settings.FAULTLINE_REPEAT_OFFENDER_COUNT)
-        .order_by("-count", "node__cluster__name", "node__name")
+    """Nodes that the verdicts of record of at least ``FAULTLINE_REPEAT_OFFENDER_COUNT`` attempts that ended in the last
+    ``FAULTLINE_REPEAT_OFFENDER_DAYS`` days name as the root cause, most first: the window's whole days read from the
+    nodes' daily rollup (``VerdictNodeDay``), the rest of its first day from the attempts."""
+    since = repeat_offender_window()
+    whole = since.astimezone(UTC).date() + timedelta(days=1)
+    rollup = VerdictNodeDay.objects.filter(day__gte=whole).values_list("node_id").annotate(n=Sum("attempts"))
+    counts = Counter(dict(rollup.order_by()))
+    links = Attempt.verdict_nodes.through.objects.filter(
+        attempt__end__gte=since, attempt__end__lt=datetime.combine(whole, time.min, tzinfo=UTC)
     )
-    return [{"node_id": r["node_id"], "node": r["node__name"], "cluster": r["node__cluster__name"],
-             "count": r["count"]} for r in rows]  # fmt: skip
+    counts.update(dict(links.values_list("node_id").annotate(n=Count("pk")).order_by()))
+    offenders = {node_id: n for node_id, n in counts.items() if n >= settings.FAULTLINE_REPEAT_OFFENDER_COUNT}
+    nodes = Node.objects.filter(pk__in=offenders).values_list("pk", "name", "cluster__name")
+    rows = [{"node_id": pk, "node": name, "cluster": cluster, "count": offenders[pk]} for pk, name, cluster in nodes]
+    return sorted(rows, key=lambda row: (-row["count"], row["cluster"], row["node"]))
 
 
 def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:

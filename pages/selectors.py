@@ -15,6 +15,7 @@ from diagnoses.models import (
     NodeEvent,
     Review,
     VerdictDay,
+    VerdictNodeDay,
 )
 from pages import paging
 from pages.timeline import Event
@@ -212,12 +213,13 @@ def failures_by_day(*, first: date) -> list[dict]:
     )
 
 
-def top_fault_nodes(*, since: datetime, limit: int = 8) -> list[dict]:
-    """The nodes most often at the root cause (verdicts of record) of attempts that ended since ``since``."""
-    links = Attempt.verdict_nodes.through.objects.filter(attempt__end__gte=since)
+def top_fault_nodes(*, first: date, limit: int = 8) -> list[dict]:
+    """The nodes most often at the root cause (verdicts of record) of attempts that ended on the day ``first`` or
+    after: the nodes' daily rollup (``VerdictNodeDay``)."""
     return list(
-        links.values(name=F("node__name"), cluster=F("node__cluster__name"))
-        .annotate(count=Count("pk"))
+        VerdictNodeDay.objects.filter(day__gte=first, attempts__gt=0)
+        .values(name=F("node__name"), cluster=F("node__cluster__name"))
+        .annotate(count=Sum("attempts"))
         .order_by("-count", "name")[:limit]
     )
 

@@ -6,7 +6,8 @@ from diagnoses.services.verdict_days import verdict_days_rebuild
 
 def build(apps, schema_editor):
     """The rollup of the attempts already stored (set-wise: one grouped read, rows written in batches)."""
-    verdict_days_rebuild(apps.get_model("diagnoses", "Attempt"), apps.get_model("diagnoses", "VerdictDay"))
+    models = ("Attempt", "VerdictDay", "VerdictNodeDay")
+    verdict_days_rebuild(*(apps.get_model("diagnoses", name) for name in models))
 
 
 class Migration(migrations.Migration):
@@ -53,6 +54,23 @@ class Migration(migrations.Migration):
                         name="diagnoses_verdictday_key",
                     )
                 ],
+            },
+        ),
+        migrations.CreateModel(
+            name="VerdictNodeDay",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("day", models.DateField()),
+                ("attempts", models.IntegerField(default=0)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="diagnoses.node"
+                    ),
+                ),
+            ],
+            options={
+                "constraints": [models.UniqueConstraint(fields=("day", "node"), name="diagnoses_verdictnodeday_key")],
             },
         ),
         migrations.RunPython(build, migrations.RunPython.noop),

@@ -13,13 +13,14 @@ The counts change by ``attempts = attempts + n`` in one upsert, so workers recor
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Case, Count, DurationField, ExpressionWrapper, F, Sum, Value, When
 from django.db.models.functions import TruncDate
 
-from diagnoses.models import Attempt, Diagnosis, VerdictDay
+from diagnoses.models import Attempt, Diagnosis, VerdictDay, VerdictNodeDay
 
 Key = tuple[date, int, str, str, str, bool, int]  # day, cluster, outcome, domain, subdomain, needs_review, latency
 KEY_COLUMNS = ("day", "cluster_id", "outcome", "domain", "subdomain", "needs_review", "latency")
@@ -46,32 +47,47 @@ def key_of(*, end: datetime, cluster_id: int, outcome: str, domain: str, subdoma
     return (end.astimezone(UTC).date(), cluster_id, outcome, domain, subdomain, needs_review, bucket), micros
 
 
-def verdict_days_add(changes: dict[Key, tuple[int, int]]) -> None:
-    """Add (attempts, microseconds) to each row of ``changes`` (negative to take attempts out), in one upsert; the
-    rows in key order, so that two transactions moving attempts lock them in the same order."""
-    rows = [(key, n, micros) for key, (n, micros) in sorted(changes.items()) if n or micros]
+def _upsert(table: str, keys: tuple[str, ...], sums: tuple[str, ...], rows: list[tuple]) -> None:
+    """Add each row's ``sums`` to the stored row of its ``keys`` (made when missing), in one statement."""
     if not rows:
         return
-    table = VerdictDay._meta.db_table
-    columns = ", ".join(KEY_COLUMNS)
-    values = ", ".join(["(" + ", ".join(["%s"] * (len(KEY_COLUMNS) + 2)) + ")"] * len(rows))
-    sql = (
-        f"INSERT INTO {table} ({columns}, attempts, latency_us) VALUES {values} ON CONFLICT ({columns}) DO UPDATE "
-        f"SET attempts = {table}.attempts + excluded.attempts, latency_us = {table}.latency_us + excluded.latency_us"
-    )
+    columns = ", ".join(keys + sums)
+    values = ", ".join(["(" + ", ".join(["%s"] * len(keys + sums)) + ")"] * len(rows))
+    added = ", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in sums)
+    sql = f"INSERT INTO {table} ({columns}) VALUES {values} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {added}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [value for key, n, micros in rows for value in (*key, n, micros)])
+        cursor.execute(sql, [value for row in rows for value in row])
 
 
-def verdict_days_move(old: tuple[Key, int] | None, new: tuple[Key, int] | None) -> None:
-    """Move one attempt from the row ``old`` to the row ``new`` (None: not counted before, or no longer)."""
+def verdict_days_add(changes: dict[Key, tuple[int, int]], nodes: dict[tuple[date, int], int] | None = None) -> None:
+    """Add (attempts, microseconds) to each row of ``changes`` and attempts to each (day, node) of ``nodes`` (negative
+    to take attempts out), one upsert per table; the rows in key order, so that two transactions moving attempts
+    lock them in the same order."""
+    rows = [(*key, n, micros) for key, (n, micros) in sorted(changes.items()) if n or micros]
+    _upsert(VerdictDay._meta.db_table, KEY_COLUMNS, ("attempts", "latency_us"), rows)
+    rows = [(*key, n) for key, n in sorted((nodes or {}).items()) if n]
+    _upsert(VerdictNodeDay._meta.db_table, ("day", "node_id"), ("attempts",), rows)
+
+
+def verdict_days_move(
+    old: tuple[Key, int] | None,
+    new: tuple[Key, int] | None,
+    *,
+    nodes_before: Iterable[int] = (),
+    nodes_after: Iterable[int] = (),
+) -> None:
+    """Move one attempt from the row ``old`` to the row ``new`` (None: not counted before, or no longer), and from
+    its verdict's nodes ``nodes_before`` (ids, on the day of ``old``) to ``nodes_after`` (on the day of ``new``)."""
     changes: Counter = Counter()
     sums: Counter = Counter()
-    for entry, sign in ((old, -1), (new, 1)):
+    nodes: Counter = Counter()
+    for entry, sign, ids in ((old, -1, nodes_before), (new, 1, nodes_after)):
         if entry is not None:
             changes[entry[0]] += sign
             sums[entry[0]] += sign * entry[1]
-    verdict_days_add({key: (changes[key], sums[key]) for key in changes})
+            for node_id in ids:
+                nodes[entry[0][0], node_id] += sign
+    verdict_days_add({key: (changes[key], sums[key]) for key in changes}, nodes)
 
 
 def attempt_key(attempt_id: int) -> tuple[Key, int] | None:
@@ -89,15 +105,20 @@ def attempt_key(attempt_id: int) -> tuple[Key, int] | None:
                   needs_review=needs_review, received=received, diagnosed=diagnosed)  # fmt: skip
 
 
+def attempt_node_ids(attempt_id: int) -> list[int]:
+    """The nodes of the attempt's verdict of record, as stored now."""
+    return list(Attempt.verdict_nodes.through.objects.filter(attempt_id=attempt_id).values_list("node_id", flat=True))
+
+
 def attempt_count(attempt_id: int) -> None:
-    """Count a new attempt (or one an admin edited) in its row."""
-    verdict_days_move(None, attempt_key(attempt_id))
+    """Count a new attempt (or one an admin edited) in its rows."""
+    verdict_days_move(None, attempt_key(attempt_id), nodes_after=attempt_node_ids(attempt_id))
 
 
 def attempt_uncount(attempt_id: int) -> None:
-    """Take the attempt out of its row (before it is deleted or edited); its row locked first."""
+    """Take the attempt out of its rows (before it is deleted or edited); its row locked first."""
     list(Attempt.objects.select_for_update().filter(pk=attempt_id).values_list("pk"))
-    verdict_days_move(attempt_key(attempt_id), None)
+    verdict_days_move(attempt_key(attempt_id), None, nodes_before=attempt_node_ids(attempt_id))
 
 
 def attempt_deleted(sender, instance: Attempt, **kwargs) -> None:
@@ -129,20 +150,41 @@ def verdict_days_counted(attempts=None) -> dict[Key, tuple[int, int]]:
     return {tuple(row[:7]): (row[7], (row[8] or timedelta(0)) // MICROSECOND) for row in rows}
 
 
+def verdict_node_days_counted(attempts=None) -> dict[tuple[date, int], int]:
+    """The nodes' rollup computed from scratch: attempts per (day, node) (``attempts`` as in
+    ``verdict_days_counted``)."""
+    links = (Attempt if attempts is None else attempts).verdict_nodes.through.objects
+    rows = (
+        links.annotate(day=TruncDate("attempt__end", tzinfo=UTC))
+        .values_list("day", "node_id")
+        .annotate(count=Count("pk"))
+        .order_by()
+    )
+    return {(day, node_id): count for day, node_id, count in rows}
+
+
 def verdict_days_stored() -> dict[Key, tuple[int, int]]:
     """The rollup as stored, without the rows that count no attempt."""
     rows = VerdictDay.objects.exclude(attempts=0, latency_us=0).values_list(*KEY_COLUMNS, "attempts", "latency_us")
     return {tuple(row[:7]): (row[7], row[8]) for row in rows}
 
 
-def verdict_days_rebuild(attempts=None, rollup=None) -> int:
-    """Build the rollup again from the attempts (writers to the attempts wait meanwhile, on PostgreSQL); the number of
-    rows. ``attempts`` and ``rollup``: a migration's historical models (default ``Attempt`` and ``VerdictDay``)."""
+def verdict_node_days_stored() -> dict[tuple[date, int], int]:
+    rows = VerdictNodeDay.objects.exclude(attempts=0).values_list("day", "node_id", "attempts")
+    return {(day, node_id): count for day, node_id, count in rows}
+
+
+def verdict_days_rebuild(attempts=None, rollup=None, node_rollup=None) -> int:
+    """Build both rollups again from the attempts (writers to the attempts wait meanwhile, on PostgreSQL); the number
+    of rows. ``attempts``, ``rollup`` and ``node_rollup``: a migration's historical models (default ``Attempt``,
+    ``VerdictDay`` and ``VerdictNodeDay``)."""
     rollup = VerdictDay if rollup is None else rollup
+    node_rollup = VerdictNodeDay if node_rollup is None else node_rollup
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(f"LOCK TABLE {Attempt._meta.db_table} IN SHARE MODE")
+                cursor.execute(f"LOCK TABLE {Attempt.verdict_nodes.through._meta.db_table} IN SHARE MODE")
         counted = verdict_days_counted(attempts)
         rollup.objects.all().delete()
         rollup.objects.bulk_create(
@@ -150,7 +192,13 @@ def verdict_days_rebuild(attempts=None, rollup=None) -> int:
              for key, (n, micros) in counted.items()],
             batch_size=5000,
         )  # fmt: skip
-    return len(counted)
+        nodes = verdict_node_days_counted(attempts)
+        node_rollup.objects.all().delete()
+        node_rollup.objects.bulk_create(
+            [node_rollup(day=day, node_id=node_id, attempts=n) for (day, node_id), n in nodes.items()],
+            batch_size=5000,
+        )
+    return len(counted) + len(nodes)
 
 
 def diagnosis_created(diagnosis_id: int | None) -> datetime | None:

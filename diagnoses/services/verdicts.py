@@ -121,8 +121,10 @@ def attempt_verdict_update(*, attempt_id: int, diagnosis: Diagnosis | None = Non
         if diagnosis is not None:
             columns["current_diagnosis"] = diagnosis
         Attempt.objects.filter(pk=attempt_id).update(**columns)
+        nodes_before = verdict_days.attempt_node_ids(attempt_id)
         nodes = Node.objects.filter(cluster_id=attempt.cluster_id, name__in=record.verdict.nodes)
-        attempt.verdict_nodes.set(nodes)
+        nodes_after = list(nodes.values_list("pk", flat=True))
+        attempt.verdict_nodes.set(nodes_after)
         stored = {"end": attempt.end, "cluster_id": attempt.cluster_id, "received": attempt.received}
         verdict_days.verdict_days_move(
             verdict_days.key_of(**stored, outcome=attempt.verdict_outcome, domain=attempt.verdict_domain,
@@ -131,5 +133,7 @@ def attempt_verdict_update(*, attempt_id: int, diagnosis: Diagnosis | None = Non
             verdict_days.key_of(**stored, outcome=record.verdict.outcome, domain=record.verdict.domain,
                                 subdomain=record.verdict.subdomain, needs_review=record.needs_review,
                                 diagnosed=None if diagnosis is None else diagnosis.created),
+            nodes_before=nodes_before,
+            nodes_after=nodes_after,
         )  # fmt: skip
     return record

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from access.roles import TRIAGER
-from diagnoses.models import Attempt, Job, Review, VerdictDay
+from diagnoses.models import Attempt, Job, Review, VerdictDay, VerdictNodeDay
 from diagnoses.services import analysis, reviews, verdict_days
 from rules import services as rules_services
 
@@ -24,6 +24,7 @@ def assert_exact() -> None:
     stored, counted = verdict_days.verdict_days_stored(), verdict_days.verdict_days_counted()
     assert stored == counted
     assert sum(n for n, _ in stored.values()) == Attempt.objects.count()
+    assert verdict_days.verdict_node_days_stored() == verdict_days.verdict_node_days_counted()
 
 
 def revise(change) -> None:
@@ -116,13 +117,17 @@ def test_the_migration_and_the_command_build_the_rollup_of_stored_attempts(store
         diagnosis=unattributed.current_diagnosis, reviewer=person(TRIAGER), verdict="insufficient_evidence"
     )
     expected = verdict_days.verdict_days_stored()
+    expected_nodes = verdict_days.verdict_node_days_stored()
     VerdictDay.objects.all().delete()
+    VerdictNodeDay.objects.all().delete()
 
     # the data step of migration 0009 on the current models (migrating inside the test's transaction is refused)
     import_module("diagnoses.migrations.0009_verdict_day").build(apps, None)
 
     assert verdict_days.verdict_days_stored() == expected
+    assert verdict_days.verdict_node_days_stored() == expected_nodes
     assert sorted(n for n, _ in expected.values()) == [1, 1]
+    assert list(expected_nodes.values()) == [1]  # node02, of the attributed one
     VerdictDay.objects.update(attempts=7)
     with pytest.raises(CommandError, match="differ from the attempts"):
         call_command("verdict_days", "--check")

@@ -44,7 +44,7 @@ def overview(request):
         "outcomes": charts.stacked_by_day(by_outcome, days=day_list, series=OUTCOME_SERIES, link=_list_of("outcome")),
         "domains": charts.stacked_by_day(by_domain, days=day_list, series=DOMAIN_SERIES, link=_list_of("domain")),
         "subdomains": sorted(causes.items(), key=lambda item: (-item[1], item[0]))[:TOP],
-        "fault_nodes": selectors.top_fault_nodes(since=since, limit=TOP),
+        "fault_nodes": selectors.top_fault_nodes(first=first, limit=TOP),
         "backlog": min(backlog, paging.COUNT_CAP),
         "backlog_capped": backlog > paging.COUNT_CAP,
         "verdicts": verdicts,

@@ -2,13 +2,19 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from diagnoses.services.verdict_days import verdict_days_counted, verdict_days_rebuild, verdict_days_stored
+from diagnoses.services.verdict_days import (
+    verdict_days_counted,
+    verdict_days_rebuild,
+    verdict_days_stored,
+    verdict_node_days_counted,
+    verdict_node_days_stored,
+)
 
 
 class Command(BaseCommand):
     help = (
-        "Build the daily rollup that the overview and /metrics read (diagnoses.VerdictDay) again from the attempts; "
-        "--check compares it with them instead and fails when they differ."
+        "Build the daily rollups that the overview and /metrics read (diagnoses.VerdictDay, VerdictNodeDay) again "
+        "from the attempts; --check compares them with the attempts instead and fails when they differ."
     )
 
     def add_arguments(self, parser):
@@ -16,11 +22,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, check, **options):
         if check:
-            stored, counted = verdict_days_stored(), verdict_days_counted()
-            wrong = sorted(key for key in stored.keys() | counted.keys() if stored.get(key) != counted.get(key))
-            if wrong:
-                raise CommandError(f"{len(wrong)} row(s) of the rollup differ from the attempts, first {wrong[0]}")
-            self.stdout.write(f"the rollup matches the attempts ({len(stored)} rows)")
+            rows = 0
+            for stored, counted in ((verdict_days_stored(), verdict_days_counted()),
+                                    (verdict_node_days_stored(), verdict_node_days_counted())):  # fmt: skip
+                wrong = sorted(key for key in stored.keys() | counted.keys() if stored.get(key) != counted.get(key))
+                if wrong:
+                    raise CommandError(f"{len(wrong)} row(s) of the rollup differ from the attempts, first {wrong[0]}")
+                rows += len(stored)
+            self.stdout.write(f"the rollup matches the attempts ({rows} rows)")
             return
         rows = verdict_days_rebuild()
         self.stdout.write(f"the rollup was built again from the attempts: {rows} rows")
