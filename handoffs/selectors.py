@@ -3,10 +3,10 @@ their incidents and deliveries, and drains."""
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import UTC, datetime, time, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -112,19 +112,28 @@ def _root_causes_since(since: datetime) -> QuerySet:
 def repeat_offenders() -> list[dict]:
     """Nodes that the verdicts of record of at least ``FAULTLINE_REPEAT_OFFENDER_COUNT`` attempts that ended in the last
     ``FAULTLINE_REPEAT_OFFENDER_DAYS`` days name as the root cause, most first: the window's whole days read from the
-    nodes' daily rollup (``VerdictNodeDay``), the rest of its first day from the attempts."""
+    nodes' daily rollup (``VerdictNodeDay``), the rest of its first day from the attempts; one statement (thousands of
+    nodes may be offenders in a large store: only they leave the database)."""
     since = repeat_offender_window()
     whole = since.astimezone(UTC).date() + timedelta(days=1)
-    rollup = VerdictNodeDay.objects.filter(day__gte=whole).values_list("node_id").annotate(n=Sum("attempts"))
-    counts = Counter(dict(rollup.order_by()))
-    links = Attempt.verdict_nodes.through.objects.filter(
-        attempt__end__gte=since, attempt__end__lt=datetime.combine(whole, time.min, tzinfo=UTC)
-    )
-    counts.update(dict(links.values_list("node_id").annotate(n=Count("pk")).order_by()))
-    offenders = {node_id: n for node_id, n in counts.items() if n >= settings.FAULTLINE_REPEAT_OFFENDER_COUNT}
-    nodes = Node.objects.filter(pk__in=offenders).values_list("pk", "name", "cluster__name")
-    rows = [{"node_id": pk, "node": name, "cluster": cluster, "count": offenders[pk]} for pk, name, cluster in nodes]
-    return sorted(rows, key=lambda row: (-row["count"], row["cluster"], row["node"]))
+    links, attempts = Attempt.verdict_nodes.through._meta.db_table, Attempt._meta.db_table
+    sql = f"""
+        SELECT node.id, node.name, cluster.name, counted.n FROM (
+            SELECT node_id, SUM(n) AS n FROM (
+                SELECT node_id, attempts AS n FROM {VerdictNodeDay._meta.db_table} WHERE day >= %s
+                UNION ALL
+                SELECT link.node_id, 1 FROM {links} link JOIN {attempts} attempt ON attempt.id = link.attempt_id
+                WHERE attempt."end" >= %s AND attempt."end" < %s
+            ) counts GROUP BY node_id HAVING SUM(n) >= %s
+        ) counted
+        JOIN {Node._meta.db_table} node ON node.id = counted.node_id
+        JOIN {Cluster._meta.db_table} cluster ON cluster.id = node.cluster_id
+        ORDER BY counted.n DESC, cluster.name, node.name"""
+    whole_start = datetime.combine(whole, time.min, tzinfo=UTC)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [whole, since, whole_start, settings.FAULTLINE_REPEAT_OFFENDER_COUNT])
+        rows = cursor.fetchall()
+    return [{"node_id": pk, "node": name, "cluster": cluster, "count": n} for pk, name, cluster, n in rows]
 
 
 def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:
