@@ -3,7 +3,7 @@ events, reviews), a node's history, and the overview's counts."""
 
 from datetime import date, datetime
 
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Sum
 
 from diagnoses.models import (
     Attempt,
@@ -185,7 +185,10 @@ def node_events_other(node: Node, *, role: str = "", limit: int = 30) -> list[No
     """The node's latest other events in its attempts' current diagnoses (not the causes ``node_causes`` lists):
     of one ``role``, or of every role but teardown (the noise of jobs torn down after a fault elsewhere) when
     ``role`` is empty, or of every role when it is ``all``."""
-    events = NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
+    # "some attempt's current diagnosis" as a semi-join: the planner then estimates it well and walks the node's
+    # events newest first (index event_node_time) instead of reading all of them and sorting (docs/performance.md)
+    current = Attempt.objects.filter(current_diagnosis_id=OuterRef("diagnosis_id"))
+    events = NodeEvent.objects.filter(Exists(current), node=node)
     events = events.exclude(role__in=CAUSE_ROLES, diagnosis__attempt__in=_verdict_links(node))
     if role == "":
         events = events.exclude(role="teardown")
