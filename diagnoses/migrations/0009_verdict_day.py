@@ -1,7 +1,21 @@
+"""The daily rollups of the verdicts of record (``VerdictDay``, ``VerdictNodeDay``), built from the stored attempts."""
+
 import django.db.models.deletion
 from django.db import migrations, models
 
 from diagnoses.services.verdict_days import verdict_days_rebuild
+
+COVERING = "verdictnodeday_day_node_attempts"  # the sums over a window read from the index alone (PostgreSQL)
+
+
+def covering_create(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":  # SQLite (the embedded default) has no INCLUDE
+        schema_editor.execute(f"CREATE INDEX {COVERING} ON diagnoses_verdictnodeday (day, node_id) INCLUDE (attempts)")
+
+
+def covering_drop(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(f"DROP INDEX IF EXISTS {COVERING}")
 
 
 def build(apps, schema_editor):
@@ -73,5 +87,6 @@ class Migration(migrations.Migration):
                 "constraints": [models.UniqueConstraint(fields=("day", "node"), name="diagnoses_verdictnodeday_key")],
             },
         ),
+        migrations.RunPython(covering_create, covering_drop),
         migrations.RunPython(build, migrations.RunPython.noop),
     ]
