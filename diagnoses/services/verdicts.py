@@ -1,7 +1,8 @@
 """The verdict of record of an attempt: its active review's verdict when it has one (the newest review not
 withdrawn), else its current diagnosis's. Kept on the attempt's row (``Attempt.verdict_*``) by
-``attempt_verdict_update``, which the analysis calls whenever it sets the current diagnosis and the review service
-whenever a review is added or withdrawn; nothing else writes those columns.
+``attempt_verdict_update``, which the analysis calls to make a new diagnosis current and the review service
+whenever a review is added or withdrawn; nothing else writes those columns. It moves the attempt in the daily
+rollups (``verdict_days``) in the same transaction.
 
 A diagnosis newer than the active review that differs both from the review's verdict and from the diagnosis the
 review was given on makes the engine disagree with the review: the attempt stays reviewed (the review is still
