@@ -1,7 +1,8 @@
 from django.contrib import admin
+from django.db import transaction
 
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
-from diagnoses.services import clusters, discovery
+from diagnoses.services import clusters, discovery, verdict_days
 
 
 class SourceInline(admin.StackedInline):
@@ -84,6 +85,15 @@ class AttemptAdmin(admin.ModelAdmin):
     readonly_fields = ("bundle", "record", "discovery", "gathered", "received", "state_changed", "analysis_started",
                        "analysis_runs", "verdict_source", "verdict_outcome", "verdict_domain", "verdict_subdomain",
                        "verdict_nodes", "verdict_review", "engine_disagrees", "needs_review")  # fmt: skip
+
+    def save_model(self, request, obj, form, change):
+        """Save, and move the attempt in the daily rollup (its end, cluster or arrival may have changed); a deletion
+        takes it out through ``pre_delete`` (``verdict_days.attempt_deleted``)."""
+        with transaction.atomic():
+            if change:
+                verdict_days.attempt_uncount(obj.pk)
+            super().save_model(request, obj, form, change)
+            verdict_days.attempt_count(obj.pk)
 
 
 class EvidenceInline(admin.TabularInline):

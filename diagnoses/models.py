@@ -389,3 +389,57 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.diagnosis.attempt}: {self.verdict}"
+
+
+class VerdictDay(models.Model):
+    """How many failed attempts ended on one day (UTC) on one cluster with one verdict of record, one place in the
+    triage queue and one analysis latency: the daily rollup that the overview and ``/metrics`` read instead of every
+    attempt. Every attempt counts in exactly one row; ``diagnoses/services/verdict_days.py`` moves it from row to row
+    in the transaction that changes its verdict, and takes it out when it is deleted (``manage.py verdict_days``
+    builds the rollup again from the attempts)."""
+
+    # Upper bounds (seconds) of the analysis latency's buckets: from arrival (``Attempt.received``) to the current
+    # diagnosis. The Prometheus histogram of /metrics has these bounds; changing them needs ``manage.py verdict_days``.
+    LATENCY_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
+    NOT_ANALYSED = -1  # ``latency`` of the attempts without a diagnosis
+
+    day = models.DateField()
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    outcome = models.CharField(max_length=12, blank=True, help_text="The verdict of record's ('': none yet)")
+    domain = models.CharField(max_length=40, blank=True)
+    subdomain = models.CharField(max_length=80, blank=True)
+    needs_review = models.BooleanField()
+    latency = models.SmallIntegerField(
+        help_text="The first bucket of LATENCY_BUCKETS the analysis latency fits in (len(LATENCY_BUCKETS): above "
+        "them all; -1: not analysed)"
+    )
+    attempts = models.IntegerField(default=0)
+    latency_us = models.BigIntegerField(default=0, help_text="The sum of these attempts' latencies (microseconds)")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["day", "cluster", "outcome", "domain", "subdomain", "needs_review", "latency"],
+                name="diagnoses_verdictday_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.cluster_id} {self.outcome}/{self.domain}/{self.subdomain}: {self.attempts}"
+
+
+class VerdictNodeDay(models.Model):
+    """How many failed attempts that ended on one day (UTC) name one node in their verdict of record
+    (``Attempt.verdict_nodes``): the daily rollup of the nodes at fault, kept beside ``VerdictDay`` by the same
+    service in the same transactions; the overview's nodes most often at fault and /metrics' repeat offenders read
+    it."""
+
+    day = models.DateField()
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    attempts = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "node"], name="diagnoses_verdictnodeday_key")]
+
+    def __str__(self) -> str:
+        return f"{self.day} node {self.node_id}: {self.attempts}"

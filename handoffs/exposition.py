@@ -11,17 +11,18 @@ from django.conf import settings
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+from diagnoses.models import VerdictDay
 from handoffs import selectors
 
-LATENCY_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
+LATENCY_BUCKETS = VerdictDay.LATENCY_BUCKETS  # the daily rollup counts attempts by these bounds
 
 
 class FaultlineCollector:
     def collect(self):
-        rows = selectors.attempt_metrics(LATENCY_BUCKETS)
+        rows = selectors.attempt_metrics()
         attempts = CounterMetricFamily(
             "faultline_failed_attempts",
-            "Failed attempts stored, by cluster and the outcome, domain and subdomain of their current diagnosis "
+            "Failed attempts stored, by cluster and the outcome, domain and subdomain of their verdict of record "
             f"(outcome {selectors.NOT_DIAGNOSED!r}: not diagnosed yet)",
             labels=["cluster", "outcome", "domain", "subdomain"],
         )
@@ -31,7 +32,8 @@ class FaultlineCollector:
 
         backlog = GaugeMetricFamily(
             "faultline_triage_backlog",
-            "Ambiguous and unattributed attempts whose current diagnosis nobody has reviewed yet",
+            "Attempts in the triage queue: ambiguous or unattributed and not reviewed, or the engine disagrees with "
+            "their review",
             labels=["cluster"],
         )
         per_cluster: dict[str, int] = {}
@@ -84,8 +86,8 @@ class FaultlineCollector:
         offenders = selectors.repeat_offenders()
         offenders_gauge = GaugeMetricFamily(
             "faultline_repeat_offenders",
-            f"Nodes that were the root cause of at least {settings.FAULTLINE_REPEAT_OFFENDER_COUNT} attempts in "
-            f"{settings.FAULTLINE_REPEAT_OFFENDER_DAYS} days",
+            f"Nodes named by the verdicts of record of at least {settings.FAULTLINE_REPEAT_OFFENDER_COUNT} attempts "
+            f"in {settings.FAULTLINE_REPEAT_OFFENDER_DAYS} days",
             labels=["cluster"],
         )
         per_cluster = {}

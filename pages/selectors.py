@@ -1,12 +1,22 @@
 """Reads of the triage pages: the lists as the pages show them, the attempt page's parts (evidence, timeline
 events, reviews), a node's history, and the overview's counts."""
 
-from datetime import datetime
+from datetime import date, datetime
 
-from django.db.models import Count, F, Prefetch, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Sum
 
-from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent, Review
+from diagnoses.models import (
+    Attempt,
+    Cluster,
+    Diagnosis,
+    Evidence,
+    FlightRecorderSummary,
+    Node,
+    NodeEvent,
+    Review,
+    VerdictDay,
+    VerdictNodeDay,
+)
 from pages import paging
 from pages.timeline import Event
 
@@ -175,7 +185,10 @@ def node_events_other(node: Node, *, role: str = "", limit: int = 30) -> list[No
     """The node's latest other events in its attempts' current diagnoses (not the causes ``node_causes`` lists):
     of one ``role``, or of every role but teardown (the noise of jobs torn down after a fault elsewhere) when
     ``role`` is empty, or of every role when it is ``all``."""
-    events = NodeEvent.objects.filter(node=node, diagnosis__attempt__current_diagnosis=F("diagnosis_id"))
+    # "some attempt's current diagnosis" as a semi-join: the planner then estimates it well and walks the node's
+    # events newest first (index event_node_time) instead of reading all of them and sorting (docs/performance.md)
+    current = Attempt.objects.filter(current_diagnosis_id=OuterRef("diagnosis_id"))
+    events = NodeEvent.objects.filter(Exists(current), node=node)
     events = events.exclude(role__in=CAUSE_ROLES, diagnosis__attempt__in=_verdict_links(node))
     if role == "":
         events = events.exclude(role="teardown")
@@ -191,29 +204,25 @@ def node_events_other(node: Node, *, role: str = "", limit: int = 30) -> list[No
 # Overview ----------------------------------------------------------------------------------------
 
 
-def failures_by_day(*, since: datetime) -> list[dict]:
-    """Attempts that ended since ``since``, counted by day and by the outcome, domain and subdomain of
-    their verdict of record ("" when they have none): one pass for every panel of the overview."""
+def failures_by_day(*, first: date) -> list[dict]:
+    """Attempts that ended on the day ``first`` or after, counted by day and by the outcome, domain and subdomain of
+    their verdict of record ("" when they have none): the daily rollup's rows (``VerdictDay``), one read for every
+    panel of the overview."""
     return list(
-        Attempt.objects.filter(end__gte=since)
-        .annotate(day=TruncDate("end"))
-        .values(
-            "day",
-            outcome=F("verdict_outcome"),
-            domain=F("verdict_domain"),
-            subdomain=F("verdict_subdomain"),
-        )
-        .annotate(count=Count("pk"))
+        VerdictDay.objects.filter(day__gte=first, attempts__gt=0)
+        .values("day", "outcome", "domain", "subdomain")
+        .annotate(count=Sum("attempts"))
         .order_by()
     )
 
 
-def top_fault_nodes(*, since: datetime, limit: int = 8) -> list[dict]:
-    """The nodes most often at the root cause (verdicts of record) of attempts that ended since ``since``."""
-    links = Attempt.verdict_nodes.through.objects.filter(attempt__end__gte=since)
+def top_fault_nodes(*, first: date, limit: int = 8) -> list[dict]:
+    """The nodes most often at the root cause (verdicts of record) of attempts that ended on the day ``first`` or
+    after: the nodes' daily rollup (``VerdictNodeDay``)."""
     return list(
-        links.values(name=F("node__name"), cluster=F("node__cluster__name"))
-        .annotate(count=Count("pk"))
+        VerdictNodeDay.objects.filter(day__gte=first, attempts__gt=0)
+        .values(name=F("node__name"), cluster=F("node__cluster__name"))
+        .annotate(count=Sum("attempts"))
         .order_by("-count", "name")[:limit]
     )
 

@@ -105,9 +105,9 @@ def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis) -> None:
     """Make ``diagnosis`` the attempt's current one, and keep its verdict of record."""
     with transaction.atomic():
         Attempt.objects.filter(pk=attempt.pk).update(
-            analysis_state=State.ANALYSED, analysis_error="", current_diagnosis=diagnosis, state_changed=timezone.now()
+            analysis_state=State.ANALYSED, analysis_error="", state_changed=timezone.now()
         )
-        attempt_verdict_update(attempt_id=attempt.pk)
+        attempt_verdict_update(attempt_id=attempt.pk, diagnosis=diagnosis)
 
 
 def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis) -> Diagnosis:

@@ -1,7 +1,8 @@
 """The verdict of record of an attempt: its active review's verdict when it has one (the newest review not
 withdrawn), else its current diagnosis's. Kept on the attempt's row (``Attempt.verdict_*``) by
-``attempt_verdict_update``, which the analysis calls whenever it sets the current diagnosis and the review service
-whenever a review is added or withdrawn; nothing else writes those columns.
+``attempt_verdict_update``, which the analysis calls to make a new diagnosis current and the review service
+whenever a review is added or withdrawn; nothing else writes those columns. It moves the attempt in the daily
+rollups (``verdict_days``) in the same transaction.
 
 A diagnosis newer than the active review that differs both from the review's verdict and from the diagnosis the
 review was given on makes the engine disagree with the review: the attempt stays reviewed (the review is still
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from diagnoses.models import Attempt, Diagnosis, Node, Review
+from diagnoses.services import verdict_days
 
 TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
 
@@ -96,18 +98,43 @@ def review_active(attempt_id: int) -> Review | None:
     return reviews.order_by("-created", "-pk").first()
 
 
-def attempt_verdict_update(*, attempt_id: int) -> Record:
-    """Recompute and store the attempt's verdict of record (its row locked meanwhile)."""
+def attempt_verdict_update(*, attempt_id: int, diagnosis: Diagnosis | None = None) -> Record:
+    """Recompute and store the attempt's verdict of record (its row locked meanwhile), making ``diagnosis`` its
+    current diagnosis first when given, and move the attempt in the daily rollup (``verdict_days``) in the same
+    transaction."""
     with transaction.atomic():
         attempt = (
-            Attempt.objects.select_for_update().only("pk", "cluster_id", "current_diagnosis_id").get(pk=attempt_id)
-        )
-        diagnosis = Diagnosis.objects.defer("document_json").filter(pk=attempt.current_diagnosis_id).first()
+            Attempt.objects.select_for_update()
+            .only("pk", "cluster_id", "current_diagnosis_id", "end", "received", "verdict_outcome", "verdict_domain",
+                  "verdict_subdomain", "needs_review")
+            .get(pk=attempt_id)
+        )  # fmt: skip
+        if diagnosis is None:
+            diagnosis = Diagnosis.objects.defer("document_json").filter(pk=attempt.current_diagnosis_id).first()
+            before = None if diagnosis is None else diagnosis.created
+        else:
+            before = verdict_days.diagnosis_created(attempt.current_diagnosis_id)
         engine = None if diagnosis is None else diagnosis_verdict(diagnosis)
         review = review_active(attempt_id)
         review_side, reviewed = (None, None) if review is None else review_verdict(review)
         record = record_of(engine=engine, review=review_side, reviewed=reviewed)
-        Attempt.objects.filter(pk=attempt_id).update(**record_columns(record, review))
+        columns = record_columns(record, review)
+        if diagnosis is not None:
+            columns["current_diagnosis"] = diagnosis
+        Attempt.objects.filter(pk=attempt_id).update(**columns)
+        nodes_before = verdict_days.attempt_node_ids(attempt_id)
         nodes = Node.objects.filter(cluster_id=attempt.cluster_id, name__in=record.verdict.nodes)
-        attempt.verdict_nodes.set(nodes)
+        nodes_after = list(nodes.values_list("pk", flat=True))
+        attempt.verdict_nodes.set(nodes_after)
+        stored = {"end": attempt.end, "cluster_id": attempt.cluster_id, "received": attempt.received}
+        verdict_days.verdict_days_move(
+            verdict_days.key_of(**stored, outcome=attempt.verdict_outcome, domain=attempt.verdict_domain,
+                                subdomain=attempt.verdict_subdomain, needs_review=attempt.needs_review,
+                                diagnosed=before),
+            verdict_days.key_of(**stored, outcome=record.verdict.outcome, domain=record.verdict.domain,
+                                subdomain=record.verdict.subdomain, needs_review=record.needs_review,
+                                diagnosed=None if diagnosis is None else diagnosis.created),
+            nodes_before=nodes_before,
+            nodes_after=nodes_after,
+        )  # fmt: skip
     return record

@@ -11,6 +11,7 @@ from django.utils import timezone
 from access.roles import VIEWER
 from diagnoses.models import Attempt
 from diagnoses.services.attempts import attempt_ingest_directory
+from diagnoses.services.verdict_days import verdict_days_rebuild
 
 
 @pytest.fixture
@@ -28,6 +29,7 @@ def three(make_bundle, store):
     old = store(make_bundle(job_id="4"))
     for attempt, days in ((attributed, 2), (quiet, 2), (waiting, 5), (old, 20)):
         Attempt.objects.filter(pk=attempt.pk).update(end=now - timedelta(days=days))
+    verdict_days_rebuild()  # the ends moved by hand, not by a service: the overview's rollup built again
     return {"attributed": attributed, "quiet": quiet, "waiting": waiting}
 
 

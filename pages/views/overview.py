@@ -29,7 +29,7 @@ def overview(request):
     first = timezone.now().date() - timedelta(days=days - 1)
     since = datetime.combine(first, datetime.min.time(), tzinfo=timezone.get_current_timezone())
     day_list = [first + timedelta(days=n) for n in range(days)]
-    rows = selectors.failures_by_day(since=since)
+    rows = selectors.failures_by_day(first=first)
     by_outcome = charts.count_by_day(rows, lambda row: row["outcome"] or "not analysed")
     by_domain = charts.count_by_day(rows, lambda row: row["domain"] or ("none" if row["outcome"] else "not analysed"))
     causes = Counter()
@@ -44,7 +44,7 @@ def overview(request):
         "outcomes": charts.stacked_by_day(by_outcome, days=day_list, series=OUTCOME_SERIES, link=_list_of("outcome")),
         "domains": charts.stacked_by_day(by_domain, days=day_list, series=DOMAIN_SERIES, link=_list_of("domain")),
         "subdomains": sorted(causes.items(), key=lambda item: (-item[1], item[0]))[:TOP],
-        "fault_nodes": selectors.top_fault_nodes(since=since, limit=TOP),
+        "fault_nodes": selectors.top_fault_nodes(first=first, limit=TOP),
         "backlog": min(backlog, paging.COUNT_CAP),
         "backlog_capped": backlog > paging.COUNT_CAP,
         "verdicts": verdicts,
