@@ -7,14 +7,13 @@ from datetime import UTC, datetime, time, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from connectors.base import UnusableKind, connector_class
-from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Review, Source, VerdictDay, VerdictNodeDay
+from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Source, VerdictDay, VerdictNodeDay
 from handoffs.models import Delivery, Drain, DrainPolicy, Incident, NotificationRule
 
-TRIAGE_OUTCOMES = (Diagnosis.Outcome.AMBIGUOUS, Diagnosis.Outcome.UNATTRIBUTED)
 NOT_DIAGNOSED = "none"  # the outcome label of an attempt without a diagnosis yet
 
 
@@ -56,14 +55,10 @@ def attempt_metrics() -> list[dict]:
     ]
 
 
-def triage_backlog() -> QuerySet[Attempt]:
-    """Ambiguous and unattributed attempts whose current diagnosis nobody has reviewed yet (the triage queue)."""
-    reviewed = Review.objects.filter(diagnosis=OuterRef("current_diagnosis"))
-    return Attempt.objects.filter(current_diagnosis__outcome__in=TRIAGE_OUTCOMES).filter(~Exists(reviewed))
-
-
 def triage_backlog_by_cluster() -> dict[str, int]:
-    rows = triage_backlog().values("cluster__name").annotate(count=Count("pk")).order_by()
+    """The triage queue's length per cluster: the attempts whose verdict of record waits for a review
+    (``Attempt.needs_review``, as the queue page and ``faultline_triage_backlog`` count them)."""
+    rows = Attempt.objects.filter(needs_review=True).values("cluster__name").annotate(count=Count("pk")).order_by()
     return {row["cluster__name"]: row["count"] for row in rows}
 
 
@@ -100,13 +95,6 @@ def deliveries_by_result() -> list[dict]:
 
 def repeat_offender_window() -> datetime:
     return timezone.now() - timedelta(days=settings.FAULTLINE_REPEAT_OFFENDER_DAYS)
-
-
-def _root_causes_since(since: datetime) -> QuerySet:
-    """Root-cause attributions of current diagnoses of attempts that ended since ``since`` (node, diagnosis rows)."""
-    return Diagnosis.root_cause_nodes.through.objects.filter(
-        diagnosis__attempt__current_diagnosis=F("diagnosis_id"), diagnosis__attempt__end__gte=since
-    )
 
 
 def repeat_offenders() -> list[dict]:
@@ -148,13 +136,13 @@ def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:
 
 
 def diagnosis_repeat_offenders(diagnosis: Diagnosis) -> list[tuple[Node, int]]:
-    """The diagnosis's root-cause nodes that are repeat offenders, each with its root causes in the window."""
+    """The diagnosis's root-cause nodes that are repeat offenders, each with the attempts in the window whose verdict of
+    record names it (as the node page and ``faultline_repeat_offender_root_causes`` count them)."""
     nodes = list(diagnosis.root_cause_nodes.select_related("cluster"))
     rows = (
-        _root_causes_since(repeat_offender_window())
-        .filter(node__in=nodes)
+        Attempt.verdict_nodes.through.objects.filter(node__in=nodes, attempt__end__gte=repeat_offender_window())
         .values("node_id")
-        .annotate(count=Count("diagnosis_id"))
+        .annotate(count=Count("attempt_id"))
         .filter(count__gte=settings.FAULTLINE_REPEAT_OFFENDER_COUNT)
     )
     counts = {row["node_id"]: row["count"] for row in rows}

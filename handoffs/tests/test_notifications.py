@@ -13,8 +13,10 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
-from diagnoses.models import Attempt
-from handoffs import tasks
+from access.roles import TRIAGER
+from diagnoses.models import Attempt, Review
+from diagnoses.services import reviews
+from handoffs import selectors, tasks
 from handoffs.models import Delivery, Incident, NotificationRule, PendingHandoff
 from handoffs.services import notifications, outbox
 
@@ -183,6 +185,26 @@ def test_a_node_becoming_a_repeat_offender_and_the_backlog(receiver, analysed, d
     assert by_rule["offenders"]["items"][0]["node"] == "node02"
     assert by_rule["offenders"]["items"][0]["root_causes"] == 3
     assert by_rule["backlog"]["items"][0]["backlog"] == 2
+
+
+def test_the_backlog_and_repeat_offenders_follow_the_verdict_of_record(analysed, person):
+    """As the triage queue and the node page count them: a review takes an attempt out of the backlog, and a correction
+    that names another node takes its attempt from the first node's count."""
+    reviewer = person(TRIAGER)
+    waiting = analysed("810", faulty=None)
+    assert selectors.triage_backlog_by_cluster() == {"dgx-a": 1}
+    reviews.review_create(diagnosis=waiting.current_diagnosis, reviewer=reviewer, verdict=Review.Verdict.CONFIRMED)
+    assert selectors.triage_backlog_by_cluster() == {}
+
+    attempts = [analysed(str(job)) for job in (811, 812, 813)]
+    [(node, count)] = selectors.diagnosis_repeat_offenders(attempts[-1].current_diagnosis)
+    assert (node.name, count) == ("node02", 3)
+    reviews.review_create(
+        diagnosis=attempts[0].current_diagnosis, reviewer=reviewer, verdict=Review.Verdict.CORRECTED,
+        corrected_outcome="attributed", corrected_domain="hardware", corrected_subdomain="gpu.bus",
+        corrected_nodes=["node01"],
+    )  # fmt: skip
+    assert selectors.diagnosis_repeat_offenders(attempts[-1].current_diagnosis) == []
 
 
 def test_the_webhook_url_is_a_secret_by_reference(monkeypatch, tmp_path, db):
