@@ -96,6 +96,19 @@ class AttemptAdmin(admin.ModelAdmin):
             verdict_days.attempt_count(obj.pk)
 
 
+class ViewOnly:
+    """An admin that only shows its rows: what the engine or a service writes, never edited by hand."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class EvidenceInline(admin.TabularInline):
     model = Evidence
     fields = ("position", "role", "rule", "node", "time", "ref", "text")
@@ -105,7 +118,10 @@ class EvidenceInline(admin.TabularInline):
 
 
 @admin.register(Diagnosis)
-class DiagnosisAdmin(admin.ModelAdmin):
+class DiagnosisAdmin(ViewOnly, admin.ModelAdmin):
+    """Diagnoses, read only, with their evidence and node events: the engine writes them, and people correct them by
+    reviews (an edit here would bypass the verdict of record and its daily rollups)."""
+
     list_display = ("attempt", "outcome", "domain", "subdomain", "revision", "created")
     list_filter = ("outcome", "domain", "revision")
     search_fields = ("attempt__job__job_id", "subdomain", "root_cause_rule")
@@ -116,7 +132,7 @@ class DiagnosisAdmin(admin.ModelAdmin):
 
 
 @admin.register(Evidence)
-class EvidenceAdmin(admin.ModelAdmin):
+class EvidenceAdmin(ViewOnly, admin.ModelAdmin):
     list_display = ("diagnosis", "position", "role", "rule", "node", "time", "ref")
     list_filter = ("role",)
     search_fields = ("rule", "ref")
@@ -125,7 +141,7 @@ class EvidenceAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodeEvent)
-class NodeEventAdmin(admin.ModelAdmin):
+class NodeEventAdmin(ViewOnly, admin.ModelAdmin):
     list_display = ("diagnosis", "time", "node", "source", "rule", "role", "ref")
     list_filter = ("role", "kind")
     search_fields = ("rule", "ref")
@@ -134,7 +150,7 @@ class NodeEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(Review)
-class ReviewAdmin(admin.ModelAdmin):
+class ReviewAdmin(ViewOnly, admin.ModelAdmin):
     """Reviews, read only: they are given and withdrawn on the attempt page or through the API (one service keeps
     their rules and the attempts' verdicts of record)."""
 
@@ -142,12 +158,3 @@ class ReviewAdmin(admin.ModelAdmin):
     list_filter = ("verdict",)
     list_select_related = ("diagnosis__attempt__job__cluster", "reviewer")
     raw_id_fields = ("diagnosis", "reviewer", "withdrawn_by")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

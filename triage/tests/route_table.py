@@ -109,6 +109,8 @@ ROUTES = {
 ADMIN_SITE = dict.fromkeys(("GET", "POST", "PUT", "PATCH", "DELETE"), "admin")
 ADMIN_SITE_SUPERUSER = ("/admin/auth/group/", "/admin/auth/user/", "/admin/authtoken/tokenproxy/",
                         "/admin/rules/rulesetrevision/add/")  # fmt: skip
-# Models the admin only shows (reviews are made and withdrawn through the review service): their add and delete
-# pages are denied to everyone, and their change page takes no POST.
-ADMIN_SITE_VIEW_ONLY = ("/admin/diagnoses/review/",)
+# Models the admin only shows (reviews are made and withdrawn through the review service; diagnoses, their evidence
+# and node events are the engine's, corrected by reviews): their add and delete pages are denied to everyone, and
+# their change page takes no POST.
+ADMIN_SITE_VIEW_ONLY = ("/admin/diagnoses/review/", "/admin/diagnoses/diagnosis/", "/admin/diagnoses/evidence/",
+                        "/admin/diagnoses/nodeevent/")  # fmt: skip
