@@ -21,6 +21,7 @@ from engine.limits import DEFAULT_LIMITS, Interrupt, Limits
 from engine.normalise import (
     AUDIT_ANCHOR,
     BOOT_START,
+    RAW_RANK,
     RTC_ANCHOR,
     BootClock,
     Clock,
@@ -319,22 +320,30 @@ class Extractor:
 
         counted_from, newlines_before = end, block_lines  # newlines before offset counted_from
         for line_start, pids in windows() if first else reversed(latest):
-            if own is not None:
-                pids = [pid for pid in pids if not complete(pid)]
-                if not pids:
-                    continue
-            newlines_before -= block.count(b"\n", line_start, counted_from)
-            counted_from, line_no = line_start, newlines_before + 1
-            line_end = block.find(b"\n", line_start, end)
-            text = _decode(block[line_start : line_end if line_end != -1 else end])
-            parsed = None
+            text = None
             if own is not None:
                 node = own
+                pids = [pid for pid in pids if not complete(pid)]
             else:
-                rank = line_rank(text, system, nodes.knows)
+                if (match := RAW_RANK.match(block, line_start)) is not None:  # most ranks' lines: no decoding
+                    rank = int(match.group(1))
+                else:
+                    line_end = block.find(b"\n", line_start, end)
+                    text = _decode(block[line_start : line_end if line_end != -1 else end])
+                    rank = line_rank(text, system, nodes.knows)
                 if rank not in owners:
                     owners[rank] = nodes.canonical(ranks.get(rank))
                 node = owners[rank]
+                if node is not None:
+                    pids = [pid for pid in pids if len(times.get((plan.entries[pid][0].id, node), ())) < CADENCE]
+            if not pids:
+                continue
+            newlines_before -= block.count(b"\n", line_start, counted_from)
+            counted_from, line_no = line_start, newlines_before + 1
+            line_end = block.find(b"\n", line_start, end)
+            if text is None:
+                text = _decode(block[line_start : line_end if line_end != -1 else end])
+            parsed = None
             for pid in pids:
                 rule, regex, _ = plan.entries[pid]
                 if node is not None and len(times.get((rule.id, node), ())) >= CADENCE:
