@@ -21,6 +21,7 @@ from engine.limits import DEFAULT_LIMITS, Interrupt, Limits
 from engine.normalise import (
     AUDIT_ANCHOR,
     BOOT_START,
+    RAW_RANK,
     RTC_ANCHOR,
     BootClock,
     Clock,
@@ -35,6 +36,7 @@ from engine.timing import BlockTimes, Stamp, own_stamp
 BLOCK_BYTES = 8 << 20  # a line is cut at the larger of this and Limits.line_bytes
 EVENTS_PER_RULE = 500  # distinct events kept per rule and stream; further ones only count
 CADENCE = 32  # the latest times of each progress rule and node that its cadence is measured on
+LATEST_WINDOW = 64 << 10  # bytes of a node's own stream scanned at a time for its latest progress lines
 ANCHORS = (RTC_ANCHOR.pattern, AUDIT_ANCHOR.pattern, BOOT_START.pattern)
 # A process the kernel killed (a rule tagged ``process.killed``) is seen gone by its supervisor (``process.exited``)
 # at most this long after: torchrun polls its workers every 5 s (0.1 s since PyTorch 2.2's ``--monitor-interval``),
@@ -57,9 +59,17 @@ class StreamStats:
 
 
 class _Plan:
-    """The patterns of one stream kind, behind one prefilter."""
+    """The patterns of one stream kind, behind one prefilter (two: see below).
 
-    def __init__(self, rules: list[Rule], anchors: bool, cache: Path | None):
+    Progress patterns whose event's node is the line's are ``latest_only``: only the last line and the latest
+    ``CADENCE`` dated lines of each (rule, node) count. In a node's own stream the block's scan reports each of
+    them once, at its first line (``prefilter_once``); ``latest`` then scans the block for them alone, from its
+    end backwards a window at a time, until what is left cannot change the result. In a stream that mixes
+    nodes any line may be another node's, so ``prefilter`` reports them all; they are read last to first
+    (``Extractor.latest_progress``). With ``shortcut`` off, every line of every pattern is read first to last
+    (the plain way, for tests)."""
+
+    def __init__(self, rules: list[Rule], anchors: bool, cache: Path | None, shortcut: bool = True):
         self.entries: list[tuple[Rule | None, object, tuple]] = []
         patterns = []
         for rule in rules:
@@ -70,22 +80,25 @@ class _Plan:
             for text in ANCHORS:
                 self.entries.append((None, None, ()))
                 patterns.append(text)
-        # Progress patterns whose event's node is the line's: only the last line and the latest CADENCE dated
-        # lines of each node count, so their lines are matched last to first, and the rest skipped.
         self.latest_only = [
-            rule is not None and rule.role == "progress" and not rule.node_from and not filters
+            shortcut and rule is not None and rule.role == "progress" and not rule.node_from and not filters
             for rule, _, filters in self.entries
         ]
+        once = frozenset(pid for pid, latest in enumerate(self.latest_only) if latest)
         self.prefilter = Prefilter(patterns, cache)
+        self.prefilter_once = Prefilter(patterns, cache, once) if once else self.prefilter
+        self.latest_pids = sorted(once)  # the ``latest`` prefilter's pattern i is the plan's pattern latest_pids[i]
+        self.latest = Prefilter([patterns[pid] for pid in self.latest_pids], cache) if once else None
 
 
 class Extractor:
     """Compiled once per rule set; ``extract`` runs it on one attempt."""
 
-    def __init__(self, ruleset: RuleSet, cache: Path | None = None):
+    def __init__(self, ruleset: RuleSet, cache: Path | None = None, *, shortcut: bool = True):
+        """``shortcut=False`` matches every progress line first to last (what the shortcut must equal; tests)."""
         self.ruleset = ruleset
         self.plans = {
-            kind: _Plan([r for r in ruleset.rules if r.patterns and kind in r.kinds], kind == "system", cache)
+            kind: _Plan([r for r in ruleset.rules if r.patterns and kind in r.kinds], kind == "system", cache, shortcut)
             for kind in ("system", "app", "scheduler")
         }
         self.event_rules = [r for r in ruleset.rules if r.patterns and "events" in r.kinds]
@@ -154,6 +167,8 @@ class Extractor:
         system = kind == "system"
         allowed = [rule is None or rule.applies_to(kind, stream.name) for rule, _, _ in plan.entries]
         later_only = [a and latest for a, latest in zip(allowed, plan.latest_only, strict=True)]
+        windowed = nodes.canonical(stream.node) is not None and any(later_only)  # a node's own stream
+        prefilter = plan.prefilter_once if windowed else plan.prefilter
         stat = StreamStats(stream)
         found: dict[tuple, Event] = {}
         per_rule: dict[str, list[Event]] = defaultdict(list)
@@ -188,9 +203,13 @@ class Extractor:
                     cursor_pos, cursor_line = 0, line_base
                     progressed: dict[tuple[str, str | None], tuple] = {}  # the block's last line of each
                     latest: list[tuple[int, list[int]]] = []  # lines of latest_only patterns (numbered later)
-                    for line_start, pids in _group(plan.prefilter.scan(block, end) if any(allowed) else []):
+                    first: dict[int, int] = {}  # windowed: latest_only pattern -> the start of its first line
+                    for line_start, pids in _group(prefilter.scan(block, end) if any(allowed) else []):
                         if len(pids) == 1 and later_only[pids[0]]:  # most candidates of a training log
-                            latest.append((line_start, pids))
+                            if windowed:
+                                first.setdefault(pids[0], line_start)
+                            else:
+                                latest.append((line_start, pids))
                             continue
                         cursor_line += block.count(b"\n", cursor_pos, line_start)
                         cursor_pos = line_start
@@ -203,8 +222,11 @@ class Extractor:
                                 text = text or _decode(block[line_start : line_end if line_end != -1 else end])
                                 boot.see(line_no, text)
                             elif allowed[pid]:
-                                (later if plan.latest_only[pid] else rule_pids).append(pid)
-                        if later:
+                                (later if later_only[pid] else rule_pids).append(pid)
+                        if later and windowed:
+                            for pid in later:
+                                first.setdefault(pid, line_start)
+                        elif later:
                             latest.append((line_start, later))
                         if not rule_pids:
                             continue
@@ -248,7 +270,7 @@ class Extractor:
                                 waiting.append(placement)
                     block_lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
                     latest_times = self.latest_progress(
-                        latest, block, end, block_lines, progressed, stream, clock, nodes, ranks
+                        latest, first, block, end, block_lines, progressed, stream, clock, nodes, ranks
                     )
                     for key, times_of_key in latest_times.items():
                         cadence[key].extend(reversed(times_of_key))
@@ -277,37 +299,61 @@ class Extractor:
         return list(found.values()), stat
 
     def latest_progress(
-        self, latest, block, end, block_lines, progressed, stream, clock, nodes, ranks
+        self, latest, first, block, end, block_lines, progressed, stream, clock, nodes, ranks
     ) -> dict[tuple, list[float]]:
         """Match the block's lines of ``latest_only`` progress patterns last to first: record each (rule, node)'s
-        last line in ``progressed``, and return its latest ``CADENCE`` dated times, latest first. A line whose
-        node its prefix tells (or its stream) is skipped unread once its (rule, node) has them all: the result
-        is what matching every line first to last gives, at a fraction of the cost on training logs, where
-        most lines are progress lines. ``block_lines``: the stream's lines up to the block's end; the lines
-        read are numbered counting back from there."""
+        last line in ``progressed``, and return its latest ``CADENCE`` dated times, latest first. The lines are
+        ``latest`` (line start, patterns), or, in a node's own stream, found by the plan's ``latest`` prefilter
+        window by window from the block's end: ``first`` holds each pattern found in the block and the start of
+        its first line (no earlier line matches it), and the windows stop once each pattern's (rule, node) has
+        what it needs or its first line is read. A line whose node its prefix tells (or its stream) is skipped
+        unread once its (rule, node) has them all. The result is what matching every line first to last gives,
+        at a fraction of the cost on training logs, where most lines are progress lines. ``block_lines``: the
+        stream's lines up to the block's end; the lines read are numbered counting back from there."""
         plan = self.plans[stream.kind]
         system = stream.kind == "system"
         times: dict[tuple, list[float]] = {}
         owners: dict[int | None, str | None] = {None: None}  # rank -> its node, as ``nodes.place`` finds it
         own = nodes.canonical(stream.node)  # a node's own stream: one (rule, node) per rule, known unread
+
+        def complete(pid: int) -> bool:
+            return len(times.get((plan.entries[pid][0].id, own), ())) >= CADENCE
+
+        def windows():
+            window_end, floor = end, min(first.values())
+            while window_end > floor and not all(window_end <= at or complete(pid) for pid, at in first.items()):
+                window_start = max(block.rfind(b"\n", floor, max(window_end - LATEST_WINDOW, floor)) + 1, floor)
+                hits = list(_group(plan.latest.scan(block, window_end, window_start)))
+                for line_start, found in reversed(hits):
+                    yield line_start, [pid for pid in (plan.latest_pids[index] for index in found) if pid in first]
+                window_end = window_start
+
         counted_from, newlines_before = end, block_lines  # newlines before offset counted_from
-        for line_start, pids in reversed(latest):
-            if own is not None:
-                pids = [pid for pid in pids if len(times.get((plan.entries[pid][0].id, own), ())) < CADENCE]
-                if not pids:
-                    continue
-            newlines_before -= block.count(b"\n", line_start, counted_from)
-            counted_from, line_no = line_start, newlines_before + 1
-            line_end = block.find(b"\n", line_start, end)
-            text = _decode(block[line_start : line_end if line_end != -1 else end])
-            parsed = None
+        for line_start, pids in windows() if first else reversed(latest):
+            text = None
             if own is not None:
                 node = own
+                pids = [pid for pid in pids if not complete(pid)]
             else:
-                rank = line_rank(text, system, nodes.knows)
+                if (match := RAW_RANK.match(block, line_start)) is not None:  # most ranks' lines: no decoding
+                    rank = int(match.group(1))
+                else:
+                    line_end = block.find(b"\n", line_start, end)
+                    text = _decode(block[line_start : line_end if line_end != -1 else end])
+                    rank = line_rank(text, system, nodes.knows)
                 if rank not in owners:
                     owners[rank] = nodes.canonical(ranks.get(rank))
                 node = owners[rank]
+                if node is not None:
+                    pids = [pid for pid in pids if len(times.get((plan.entries[pid][0].id, node), ())) < CADENCE]
+            if not pids:
+                continue
+            newlines_before -= block.count(b"\n", line_start, counted_from)
+            counted_from, line_no = line_start, newlines_before + 1
+            line_end = block.find(b"\n", line_start, end)
+            if text is None:
+                text = _decode(block[line_start : line_end if line_end != -1 else end])
+            parsed = None
             for pid in pids:
                 rule, regex, _ = plan.entries[pid]
                 if node is not None and len(times.get((rule.id, node), ())) >= CADENCE:

@@ -218,6 +218,15 @@ def line_rank(line: str, system: bool, known: Callable[[str], bool] | None = Non
     return _prefixes(line, system, known)[0]
 
 
+# A raw line that starts with one "[rankN]: " prefix and nothing ``_prefixes`` would read on: its rank is N, read from
+# the bytes without decoding them. After the prefix come ASCII name characters not followed by ":" or by a non-ASCII
+# character (so no "host: " or "N: " prefix follows), or no name character and no "[", "(" or non-ASCII character
+# (so no other prefix starts there). Any other line: no match, ``line_rank`` decides.
+RAW_RANK = re.compile(
+    rb"\[rank:? ?(\d{1,6})\]:? (?:[A-Za-z0-9_.*-]+(?![A-Za-z0-9_.*:\x80-\xff-])|(?![A-Za-z0-9_.*(\[\x80-\xff-]))"
+)
+
+
 def _prefixes(line: str, system: bool, known: Callable[[str], bool] | None) -> tuple[int | None, str | None, str]:
     """The rank and host a line's workload prefixes give, and the rest of the line."""
     rank = None

@@ -65,9 +65,12 @@ class Prefilter:
     ``cache`` (optional) is a directory where compiled Hyperscan databases are kept between runs,
     keyed by the patterns and the Hyperscan version: a short-lived process (the CLI) then skips the
     compilation. A missing, stale or corrupt entry is simply compiled again.
+
+    ``once``: indices of patterns Hyperscan reports at most once per scan, on the line of their first match
+    (no line of the scanned bytes before it matches them); the ``re2.Set`` fallback reports every line.
     """
 
-    def __init__(self, patterns: list[str], cache: Path | None = None):
+    def __init__(self, patterns: list[str], cache: Path | None = None, once: frozenset[int] = frozenset()):
         self.patterns = patterns
         self.engine = "none"
         self._database = None
@@ -76,7 +79,7 @@ class Prefilter:
         if not patterns:
             return
         if hyperscan is not None:
-            self._database = _cached_database(patterns, cache) if cache else _hyperscan_database(patterns)
+            self._database = _cached_database(patterns, once, cache) if cache else _hyperscan_database(patterns, once)
             self._scratch = partial(hyperscan.Scratch, self._database)
             self.engine = "hyperscan"
         else:
@@ -88,8 +91,9 @@ class Prefilter:
             self._set.Compile()
             self.engine = "re2.Set"
 
-    def scan(self, block: bytes, end: int) -> list[tuple[int, int]]:
-        """Sorted, distinct (line start offset, pattern index) pairs for the whole lines in ``block[:end]``."""
+    def scan(self, block: bytes, end: int, start: int = 0) -> list[tuple[int, int]]:
+        """Sorted, distinct (line start offset, pattern index) pairs for the whole lines in ``block[start:end]``
+        (``start``: a line's start)."""
         if self._database is not None:
             ends: list[tuple[int, int]] = []
             append = ends.append
@@ -97,8 +101,8 @@ class Prefilter:
             if scratch is None:
                 scratch = self._local.scratch = self._scratch()
             self._database.scan(
-                memoryview(block)[:end],
-                match_event_handler=lambda pid, _f, to, _fl, _c: append((to, pid)),
+                memoryview(block)[start:end],
+                match_event_handler=lambda pid, _f, to, _fl, _c: append((to + start, pid)),
                 scratch=scratch,
             )
             if not ends:
@@ -108,8 +112,8 @@ class Prefilter:
             line_start, line_end = -1, -1
             for to, pid in ends:
                 if to > line_end:
-                    last = to - 1 if to else 0  # the match's last byte
-                    line_start = block.rfind(b"\n", 0, last) + 1
+                    last = to - 1 if to > start else start  # the match's last byte
+                    line_start = block.rfind(b"\n", start, last) + 1 or start
                     line_end = block.find(b"\n", last, end)
                     if line_end == -1:
                         line_end = end
@@ -117,7 +121,6 @@ class Prefilter:
             return sorted(hits)
         if self._set is not None:
             hits = []
-            start = 0
             match = self._set.Match
             while start < end:
                 stop = block.find(b"\n", start, end)
@@ -130,8 +133,8 @@ class Prefilter:
         return []
 
 
-def _cached_database(patterns: list[str], cache: Path):
-    key = hashlib.sha256("\0".join([hyperscan.__version__, *patterns]).encode()).hexdigest()
+def _cached_database(patterns: list[str], once: frozenset[int], cache: Path):
+    key = hashlib.sha256("\0".join([hyperscan.__version__, repr(sorted(once)), *patterns]).encode()).hexdigest()
     path = cache / f"hyperscan-{key}.db"
     try:
         database = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
@@ -139,7 +142,7 @@ def _cached_database(patterns: list[str], cache: Path):
         return database
     except (OSError, hyperscan.error):
         pass
-    database = _hyperscan_database(patterns)
+    database = _hyperscan_database(patterns, once)
     try:
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=cache, delete=False) as handle:
@@ -150,15 +153,16 @@ def _cached_database(patterns: list[str], cache: Path):
     return database
 
 
-def _hyperscan_database(patterns: list[str]):
-    base = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_ALLOWEMPTY
+def _hyperscan_database(patterns: list[str], once: frozenset[int] = frozenset()):
+    plain = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_ALLOWEMPTY
     expressions = [loosen(pattern).encode("utf-8") for pattern in patterns]
-    flags = [base] * len(patterns)
+    flags = [plain | hyperscan.HS_FLAG_SINGLEMATCH if index in once else plain for index in range(len(patterns))]
     try:
         return _compile(expressions, flags)
     except hyperscan.error:
         pass
     for index, expression in enumerate(expressions):  # find the patterns Hyperscan cannot take as written
+        base = flags[index]
         if _compiles(expression, base):
             continue
         if _compiles(expression, base | hyperscan.HS_FLAG_PREFILTER):

@@ -322,6 +322,17 @@ def test_hyperscan_and_re2_set_find_the_same_candidate_lines(monkeypatch):
     slow = Prefilter(patterns)
     assert (fast.engine, slow.engine) == ("hyperscan", "re2.Set")
     assert fast.scan(block, len(block)) == slow.scan(block, len(block)) == [(2, 0), (29, 1), (44, 2)]
+    assert fast.scan(block, 67, 29) == slow.scan(block, 67, 29) == [(29, 1), (44, 2)]  # from offset 29 on
+
+
+def test_a_pattern_reported_once_is_reported_at_its_first_line(tmp_path):
+    patterns = [r"step \d+ loss", r"(?i)link down"]
+    block = b"step 1 loss 2\nlink down\nstep 2 loss 1\nLINK DOWN\nstep 3 loss 0\n"
+    assert Prefilter(patterns).scan(block, len(block)) == [(0, 0), (14, 1), (24, 0), (38, 1), (48, 0)]
+    for cache in (None, tmp_path, tmp_path):  # fresh, compiled into the cache, loaded from it
+        once = Prefilter(patterns, cache, once=frozenset({0}))
+        assert once.scan(block, len(block)) == [(0, 0), (14, 1), (38, 1)]
+        assert once.scan(block, len(block), 14) == [(14, 1), (24, 0), (38, 1)]
 
 
 def test_a_cached_pattern_database_scans_like_a_fresh_one_and_a_corrupt_one_is_rebuilt(tmp_path):

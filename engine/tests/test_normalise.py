@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.normalise import BootClock, Clock, parse_line
+from engine.normalise import RAW_RANK, BootClock, Clock, line_rank, parse_line
 
 
 def utc(*args) -> float:
@@ -175,3 +175,34 @@ def test_a_boot_anchor_of_the_stream_itself_is_kept():
 def test_garbage_never_raises(clock, line):
     parsed = parse_line(line, clock, True)
     assert parsed.time is None or isinstance(parsed.time, float)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank12]: 2026-11-02 09:00:01,000 INFO step 3 loss 2.1",
+        "[rank12]: gpu001:4012:4112 [4] NCCL INFO Channel 00/0",
+        "[rank: 7] step 3 loss 2.1",
+        "[rank3]: node01: step 3 loss 2.1",  # a host prefix follows (a node of the attempt)
+        "[rank3]: other: step 3 loss 2.1",  # a name and ":" that is not a node: line_rank decides
+        "[rank3]: 12: step 3 loss 2.1",  # a label prefix follows
+        "[rank3]: [rank4]: step 3 loss 2.1",  # a later rank prefix wins
+        "[rank3]: (pid=42, ip=10.0.0.2) step 3 loss 2.1",  # a Ray prefix follows
+        "[rank3]:  step 3 loss 2.1",  # two spaces
+        "[rank3]: 12\u0663: step 3",  # a non-ASCII digit: the prefix "12\u0663: " follows
+        "[rank3]:\u00a0node01: step 3",  # a non-ASCII space after the prefix
+        "[rank3]: \u00e9tape 3 loss 2.1",
+        "[rank3]: _step 3 loss 2.1",
+        "[rank3]:step 3 loss 2.1",
+        "[default3]: step 3 loss 2.1",
+        "step 3 loss 2.1",
+    ],
+)
+def test_the_rank_read_from_raw_bytes_is_the_one_the_decoded_line_gives(line):
+    """``RAW_RANK`` reads a rank without decoding only where ``line_rank`` would give the same."""
+    known = {"node01"}.__contains__
+    match = RAW_RANK.match(line.encode())
+    decoded = line_rank(line, False, known)
+    if match is not None:
+        assert int(match.group(1)) == decoded == line_rank(line, True, known)
+    assert (match is not None) == line.startswith(("[rank12]: 2026", "[rank: 7]", "[rank3]: _", "[rank3]:  "))

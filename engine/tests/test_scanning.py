@@ -10,6 +10,7 @@ import pytest
 from engine import Engine, load_rules, to_json
 from engine import extract as extract_module
 from engine.bundle import load_bundle
+from engine.extract import Extractor
 from engine.tests.bundles import DEFAULT_PACK, NODES, diagnose_bundle, write_bundle
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
@@ -31,17 +32,34 @@ def training_log(ranks: int, steps: int, *, prefix=lambda rank: f"[rank{rank}]: 
 
 def every_line(engine: Engine) -> Engine:
     """The same engine matching every progress line first to last (the shortcut turned off)."""
-    for plan in engine.extractor.plans.values():
-        plan.latest_only = [False] * len(plan.latest_only)
+    engine.extractor = Extractor(engine.ruleset, shortcut=False)
     return engine
 
 
-@pytest.mark.parametrize("block_bytes", [extract_module.BLOCK_BYTES, 4096])
-def test_the_diagnosis_is_the_one_every_line_gives(tmp_path, monkeypatch, block_bytes):
+def iterations(count: int) -> list[str]:
+    """Megatron's iteration lines (another progress rule than the step lines), a minute apart from START."""
+    return [
+        f"[{START + timedelta(minutes=i):%Y-%m-%d %H:%M:%S}] iteration {i:>8}/  500000 | consumed samples: {i * 512} |"
+        for i in range(1, count + 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("block_bytes", "window"),
+    [
+        (extract_module.BLOCK_BYTES, extract_module.LATEST_WINDOW),
+        (4096, extract_module.LATEST_WINDOW),
+        (4096, 300),
+        (1 << 20, 300),
+    ],
+)
+def test_the_diagnosis_is_the_one_every_line_gives(tmp_path, monkeypatch, block_bytes, window):
     monkeypatch.setattr(extract_module, "BLOCK_BYTES", block_bytes)  # 4096: the lines span many blocks
+    monkeypatch.setattr(extract_module, "LATEST_WINDOW", window)  # 300: a block's progress read a few lines at a time
+    own = [*iterations(50), *training_log(1, 90, prefix=lambda rank: ""), "INFO data iter 7: loss pending"]
     logs = {
         "train.log": training_log(16, 120),  # ranks on both nodes, no node of its own
-        f"{NODES[0]}/worker.log": training_log(1, 90, prefix=lambda rank: ""),  # a node's own stream
+        f"{NODES[0]}/worker.log": own,  # a node's own stream: its iteration lines stop long before its step lines
         "slurm-48213.out": [CANCELLED],
     }
     bundle = write_bundle(tmp_path, logs=logs, end="2026-11-02T12:00:00Z", state="TIMEOUT", exit_code="0:15")
