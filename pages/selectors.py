@@ -83,7 +83,7 @@ def evidence_trail(diagnosis: Diagnosis) -> list[Evidence]:
 def timeline_events(diagnosis: Diagnosis) -> list[Event]:
     fields = ["node__name", "time", "role", "rule", "text", "ref", "count", "kind"]
     fields += ["pk", "time_approx", "time_low", "time_high"]
-    return [Event(*row) for row in NodeEvent.objects.filter(diagnosis=diagnosis).values_list(*fields)]
+    return list(map(Event._make, NodeEvent.objects.filter(diagnosis=diagnosis).values_list(*fields)))
 
 
 def flight_recorder_summary(diagnosis: Diagnosis) -> dict | None:

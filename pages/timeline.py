@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 WIDTH = 1000
 LABEL_WIDTH = 190  # node names on the left
@@ -29,9 +30,9 @@ TICK_STEPS = [
 ]
 
 
-@dataclass(frozen=True)
-class Event:
-    """What the timeline needs of a node event (``NodeEvent`` rows are adapted to this)."""
+class Event(NamedTuple):
+    """What the timeline needs of a node event (``NodeEvent`` rows are adapted to this; a tuple, since a large attempt
+    has tens of thousands of them)."""
 
     node: str | None
     time: datetime | None
