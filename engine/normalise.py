@@ -269,6 +269,7 @@ class BootClock:
     def __init__(self):
         self.boots: list[int] = [0]  # line numbers where a boot starts
         self.anchors: dict[int, tuple[float, float]] = {}  # boot segment index -> boot time bounds (unix seconds)
+        self.read: set[int] = set()  # segments anchored by a line of the stream itself (exact)
         self.contradicted: set[int] = set()  # segments whose cross-stream bounds disagree
 
     def see(self, line_no: int, line: str) -> None:
@@ -280,7 +281,10 @@ class BootClock:
         if match:
             uptime = int(match.group(1)) + _fraction(match.group(2))
             wall = int(match.group(3)) + (_fraction(match.group(4)) if match.lastindex >= 4 and match.group(4) else 0)
-            self.anchors.setdefault(self.segment(line_no), (wall - uptime, wall - uptime))
+            segment = self.segment(line_no)
+            if segment not in self.read:
+                self.read.add(segment)
+                self.anchors[segment] = (wall - uptime, wall - uptime)
 
     def segment(self, line_no: int) -> int:
         return bisect.bisect_right(self.boots, line_no) - 1
@@ -291,22 +295,20 @@ class BootClock:
         return None if boot is None else boot[high] + uptime
 
     def exact(self, line_no: int) -> bool:
-        boot = self.anchors.get(self.segment(line_no))
-        return boot is not None and boot[0] == boot[1]
+        return self.segment(line_no) in self.read
 
     def bound(self, line_no: int, uptime: float, low: float, high: float) -> bool:
         """Line ``line_no`` at ``uptime`` happened between wall-clock ``low`` and ``high``: bound its boot's time
-        by that, narrowing an earlier bound of the same boot. An exact anchor is kept; bounds that contradict
-        each other leave the boot unanchored (nothing is invented). Returns whether the bound was taken."""
+        by that, narrowing an earlier bound of the same boot. An anchor read from the stream is kept; bounds that
+        contradict each other leave the boot unanchored (nothing is invented). Returns whether the bound was taken."""
         segment = self.segment(line_no)
-        known = self.anchors.get(segment, (float("-inf"), float("inf")))
-        if known[0] == known[1]:
+        if segment in self.contradicted or segment in self.read:
             return False
+        known = self.anchors.get(segment, (float("-inf"), float("inf")))
         boot = (max(known[0], low - uptime), min(known[1], high - uptime))
         if boot[0] > boot[1]:
             self.anchors.pop(segment, None)
             self.contradicted.add(segment)
             return False
-        if segment not in self.contradicted:
-            self.anchors[segment] = boot
-        return segment not in self.contradicted
+        self.anchors[segment] = boot
+        return True

@@ -81,18 +81,12 @@ def _cause(candidate: Candidate) -> dict:
     }
 
 
-def _time(time: float | None, exact: bool, bounds: tuple[float, float]) -> dict:
-    """``time``, and for a time not read from the line itself ``time_approx`` and ``time_bounds``."""
+def _time(time: float | None, exact: bool, bounds: tuple[float, float], field: str = "time") -> dict:
+    """``time`` (or a symptom's ``first``), and for a time not read from the line itself ``time_approx`` and
+    ``time_bounds`` (``first_approx``, ``first_bounds``)."""
     if exact:
-        return {"time": iso(time)}
-    return {"time": iso(time), "time_approx": True, "time_bounds": [iso(bounds[0]), iso(bounds[1])]}
-
-
-def _first(event: Event) -> dict:
-    """A symptom's ``first`` time, with ``first_approx`` and ``first_bounds`` when its line did not date it."""
-    if event.exact:
-        return {"first": iso(event.time)}
-    return {"first": iso(event.time), "first_approx": True, "first_bounds": [iso(event.low), iso(event.high)]}
+        return {field: iso(time)}
+    return {field: iso(time), f"{field}_approx": True, f"{field}_bounds": [iso(bounds[0]), iso(bounds[1])]}
 
 
 def _symptoms(events: list[Event]) -> list[dict]:
@@ -109,7 +103,7 @@ def _symptoms(events: list[Event]) -> list[dict]:
                 "role": role,
                 "nodes": sorted({e.node for e in members if e.node is not None}),
                 "count": sum(e.count for e in members),
-                **_first(first),
+                **_time(first.time, first.exact, (first.low, first.high), "first"),
                 "summary": first.rule.description if len(members) > 1 else first.summary(),
             }
         )
