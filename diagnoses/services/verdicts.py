@@ -125,7 +125,10 @@ def attempt_verdict_update(*, attempt_id: int, diagnosis: Diagnosis | None = Non
         nodes_before = verdict_days.attempt_node_ids(attempt_id)
         nodes = Node.objects.filter(cluster_id=attempt.cluster_id, name__in=record.verdict.nodes)
         nodes_after = list(nodes.values_list("pk", flat=True))
-        attempt.verdict_nodes.set(nodes_after)
+        if gone := set(nodes_before) - set(nodes_after):  # what ``set`` does, without reading the links again
+            attempt.verdict_nodes.remove(*gone)
+        if new := set(nodes_after) - set(nodes_before):
+            attempt.verdict_nodes.add(*new)
         stored = {"end": attempt.end, "cluster_id": attempt.cluster_id, "received": attempt.received}
         verdict_days.verdict_days_move(
             verdict_days.key_of(**stored, outcome=attempt.verdict_outcome, domain=attempt.verdict_domain,
