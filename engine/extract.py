@@ -65,9 +65,10 @@ class _Plan:
     ``CADENCE`` dated lines of each (rule, node) count. In a node's own stream the block's scan reports each of
     them once, at its first line (``prefilter_once``); ``latest`` then scans the block for them alone, from its
     end backwards a window at a time, until what is left cannot change the result. In a stream that mixes
-    nodes any line may be another node's, so ``prefilter`` reports them all; they are read last to first
-    (``Extractor.latest_progress``). With ``shortcut`` off, every line of every pattern is read first to last
-    (the plain way, for tests)."""
+    nodes any line may be another node's, so ``prefilter`` reports them all, kept apart from the other patterns'
+    matches and unresolved to lines (``Prefilter.scan_apart``); they are read last to first
+    (``Extractor.latest_progress``), and the lines of a node that has all it needs skipped undecoded. With
+    ``shortcut`` off, every line of every pattern is read first to last (the plain way, for tests)."""
 
     def __init__(self, rules: list[Rule], anchors: bool, cache: Path | None, shortcut: bool = True):
         self.entries: list[tuple[Rule | None, object, tuple]] = []
@@ -87,6 +88,10 @@ class _Plan:
         once = frozenset(pid for pid, latest in enumerate(self.latest_only) if latest)
         self.prefilter = Prefilter(patterns, cache)
         self.prefilter_once = Prefilter(patterns, cache, once) if once else self.prefilter
+        self.pids_of: dict[str, list[int]] = defaultdict(list)  # rule -> its patterns
+        for pid, (rule, _, _) in enumerate(self.entries):
+            if rule is not None:
+                self.pids_of[rule.id].append(pid)
         self.latest_pids = sorted(once)  # the ``latest`` prefilter's pattern i is the plan's pattern latest_pids[i]
         self.latest = Prefilter([patterns[pid] for pid in self.latest_pids], cache) if once else None
 
@@ -168,6 +173,7 @@ class Extractor:
         allowed = [rule is None or rule.applies_to(kind, stream.name) for rule, _, _ in plan.entries]
         later_only = [a and latest for a, latest in zip(allowed, plan.latest_only, strict=True)]
         windowed = nodes.canonical(stream.node) is not None and any(later_only)  # a node's own stream
+        mixed = not windowed and any(later_only)  # a stream of many nodes' progress lines
         prefilter = plan.prefilter_once if windowed else plan.prefilter
         stat = StreamStats(stream)
         found: dict[tuple, Event] = {}
@@ -202,14 +208,16 @@ class Extractor:
                             waiting = []
                     cursor_pos, cursor_line = 0, line_base
                     progressed: dict[tuple[str, str | None], tuple] = {}  # the block's last line of each
-                    latest: list[tuple[int, list[int]]] = []  # lines of latest_only patterns (numbered later)
                     first: dict[int, int] = {}  # windowed: latest_only pattern -> the start of its first line
-                    for line_start, pids in _group(prefilter.scan(block, end) if any(allowed) else []):
-                        if len(pids) == 1 and later_only[pids[0]]:  # most candidates of a training log
-                            if windowed:
-                                first.setdefault(pids[0], line_start)
-                            else:
-                                latest.append((line_start, pids))
+                    if not any(allowed):
+                        hits, apart = [], []
+                    elif mixed:  # the latest_only patterns' matches, apart: read last to first (latest_progress)
+                        hits, apart = prefilter.scan_apart(block, end, later_only)
+                    else:
+                        hits, apart = prefilter.scan(block, end), []
+                    for line_start, pids in _group(hits):
+                        if len(pids) == 1 and later_only[pids[0]]:  # windowed: most candidates of a training log
+                            first.setdefault(pids[0], line_start)
                             continue
                         cursor_line += block.count(b"\n", cursor_pos, line_start)
                         cursor_pos = line_start
@@ -223,11 +231,8 @@ class Extractor:
                                 boot.see(line_no, text)
                             elif allowed[pid]:
                                 (later if later_only[pid] else rule_pids).append(pid)
-                        if later and windowed:
-                            for pid in later:
-                                first.setdefault(pid, line_start)
-                        elif later:
-                            latest.append((line_start, later))
+                        for pid in later:  # windowed
+                            first.setdefault(pid, line_start)
                         if not rule_pids:
                             continue
                         text = text or _decode(block[line_start : line_end if line_end != -1 else end])
@@ -270,7 +275,7 @@ class Extractor:
                                 waiting.append(placement)
                     block_lines = cursor_line + block.count(b"\n", cursor_pos, end)  # one pass over each block
                     latest_times = self.latest_progress(
-                        latest, first, block, end, block_lines, progressed, stream, clock, nodes, ranks
+                        apart, first, block, end, block_lines, progressed, stream, clock, nodes, ranks
                     )
                     for key, times_of_key in latest_times.items():
                         cadence[key].extend(reversed(times_of_key))
@@ -299,25 +304,27 @@ class Extractor:
         return list(found.values()), stat
 
     def latest_progress(
-        self, latest, first, block, end, block_lines, progressed, stream, clock, nodes, ranks
+        self, apart, first, block, end, block_lines, progressed, stream, clock, nodes, ranks
     ) -> dict[tuple, list[float]]:
         """Match the block's lines of ``latest_only`` progress patterns last to first: record each (rule, node)'s
         last line in ``progressed``, and return its latest ``CADENCE`` dated times, latest first. The lines are
-        ``latest`` (line start, patterns), or, in a node's own stream, found by the plan's ``latest`` prefilter
-        window by window from the block's end: ``first`` holds each pattern found in the block and the start of
-        its first line (no earlier line matches it), and the windows stop once each pattern's (rule, node) has
-        what it needs or its first line is read. A line whose node its prefix tells (or its stream) is skipped
-        unread once its (rule, node) has them all. The result is what matching every line first to last gives,
-        at a fraction of the cost on training logs, where most lines are progress lines. ``block_lines``: the
+        those of ``apart`` (``Prefilter.scan_apart``'s matches in a stream of many nodes), or, in a node's own
+        stream, found by the plan's ``latest`` prefilter window by window from the block's end: ``first`` holds
+        each pattern found in the block and the start of its first line (no earlier line matches it), and the
+        windows stop once each pattern's (rule, node) has what it needs or its first line is read. A line whose
+        node its prefix tells (or its stream) is skipped unread once its (rule, node) has them all. The result is
+        what matching every line first to last gives, at a fraction of the cost on training logs, where most lines
+        are progress lines. ``block_lines``: the
         stream's lines up to the block's end; the lines read are numbered counting back from there."""
         plan = self.plans[stream.kind]
         system = stream.kind == "system"
         times: dict[tuple, list[float]] = {}
-        owners: dict[int | None, str | None] = {None: None}  # rank -> its node, as ``nodes.place`` finds it
+        owners: dict[int | bytes | None, str | None] = {None: None}  # rank (or its digits) -> its node, as ``place``
         own = nodes.canonical(stream.node)  # a node's own stream: one (rule, node) per rule, known unread
+        full: dict[str | None, set[int]] = defaultdict(set)  # node -> patterns whose (rule, node) has all it needs
 
         def complete(pid: int) -> bool:
-            return len(times.get((plan.entries[pid][0].id, own), ())) >= CADENCE
+            return pid in full[own]
 
         def windows():
             window_end, floor = end, min(first.values())
@@ -329,24 +336,23 @@ class Extractor:
                 window_end = window_start
 
         counted_from, newlines_before = end, block_lines  # newlines before offset counted_from
-        for line_start, pids in windows() if first else reversed(latest):
+        for line_start, pids in windows() if first else _lines_back(block, apart, len(plan.entries)):
             text = None
             if own is not None:
                 node = own
-                pids = [pid for pid in pids if not complete(pid)]
             else:
                 if (match := RAW_RANK.match(block, line_start)) is not None:  # most ranks' lines: no decoding
-                    rank = int(match.group(1))
+                    rank = match.group(1)
+                    if rank not in owners:
+                        owners[rank] = nodes.canonical(ranks.get(int(rank)))
                 else:
                     line_end = block.find(b"\n", line_start, end)
                     text = _decode(block[line_start : line_end if line_end != -1 else end])
                     rank = line_rank(text, system, nodes.knows)
-                if rank not in owners:
-                    owners[rank] = nodes.canonical(ranks.get(rank))
+                    if rank not in owners:
+                        owners[rank] = nodes.canonical(ranks.get(rank))
                 node = owners[rank]
-                if node is not None:
-                    pids = [pid for pid in pids if len(times.get((plan.entries[pid][0].id, node), ())) < CADENCE]
-            if not pids:
+            if node is not None and full[node].issuperset(pids):
                 continue
             newlines_before -= block.count(b"\n", line_start, counted_from)
             counted_from, line_no = line_start, newlines_before + 1
@@ -356,7 +362,7 @@ class Extractor:
             parsed = None
             for pid in pids:
                 rule, regex, _ = plan.entries[pid]
-                if node is not None and len(times.get((rule.id, node), ())) >= CADENCE:
+                if node is not None and pid in full[node]:
                     continue  # its node has all it needs from this block
                 if parsed is None:
                     parsed = parse_line(text, clock, system, nodes.knows)
@@ -368,6 +374,8 @@ class Extractor:
                 dated = times.setdefault(key, [])
                 if parsed.time is not None and len(dated) < CADENCE:
                     dated.append(parsed.time)
+                    if len(dated) == CADENCE:
+                        full[node].update(plan.pids_of[rule.id])
         return times
 
     # -- scheduler events, metrics and the attempt record --
@@ -658,6 +666,22 @@ def _group(hits: list[tuple[int, int]]):
         pids.append(pid)
     if pids:
         yield current, pids
+
+
+def _lines_back(block: bytes, apart: list[int], width: int):
+    """(line start, [pattern ids]) of ``Prefilter.scan_apart``'s apart matches, last line first."""
+    line_start, pids = 0, []
+    for value in reversed(apart):
+        offset, pid = divmod(value, width)
+        if pids and offset >= line_start:  # another match on the same line
+            if pid not in pids:
+                pids.append(pid)
+            continue
+        if pids:
+            yield line_start, pids if len(pids) == 1 else sorted(pids)
+        line_start, pids = block.rfind(b"\n", 0, offset) + 1, [pid]
+    if pids:
+        yield line_start, pids if len(pids) == 1 else sorted(pids)
 
 
 def _decode(raw: bytes) -> str:

@@ -97,28 +97,8 @@ class Prefilter:
         if self._database is not None:
             ends: list[tuple[int, int]] = []
             append = ends.append
-            scratch = getattr(self._local, "scratch", None)
-            if scratch is None:
-                scratch = self._local.scratch = self._scratch()
-            self._database.scan(
-                memoryview(block)[start:end],
-                match_event_handler=lambda pid, _f, to, _fl, _c: append((to + start, pid)),
-                scratch=scratch,
-            )
-            if not ends:
-                return []
-            ends.sort()
-            hits = set()
-            line_start, line_end = -1, -1
-            for to, pid in ends:
-                if to > line_end:
-                    last = to - 1 if to > start else start  # the match's last byte
-                    line_start = block.rfind(b"\n", start, last) + 1 or start
-                    line_end = block.find(b"\n", last, end)
-                    if line_end == -1:
-                        line_end = end
-                hits.add((line_start, pid))
-            return sorted(hits)
+            self._hyperscan(block, end, start, lambda pid, _f, to, _fl, _c: append((to + start, pid)))
+            return _lines(block, start, end, ends)
         if self._set is not None:
             hits = []
             match = self._set.Match
@@ -131,6 +111,58 @@ class Prefilter:
                 start = stop + 1
             return hits
         return []
+
+    def scan_apart(self, block: bytes, end: int, apart: list[bool]) -> tuple[list[tuple[int, int]], list[int]]:
+        """``scan`` of ``block[:end]``, but the matches of the patterns flagged in ``apart`` are left unresolved to
+        lines, for a caller that reads them last to first and skips most: each is ``offset * len(patterns) +
+        pattern``, sorted, where ``offset`` is a byte of its line (the line starts after the last newline before
+        it). What is left are ``scan``'s pairs for the other patterns."""
+        width = len(self.patterns)
+        if self._database is None:
+            hits, kept = [], []
+            for line_start, pid in self.scan(block, end):
+                if apart[pid]:
+                    kept.append(line_start * width + pid)
+                else:
+                    hits.append((line_start, pid))
+            return hits, kept
+        ends: list[tuple[int, int]] = []
+        kept = []
+
+        def on_match(pid, _from, to, _flags, _context):
+            if apart[pid]:
+                kept.append((to - 1 if to else 0) * width + pid)  # the match's last byte
+            else:
+                ends.append((to, pid))
+
+        self._hyperscan(block, end, 0, on_match)
+        kept.sort()
+        return _lines(block, 0, end, ends), kept
+
+    def _hyperscan(self, block: bytes, end: int, start: int, on_match) -> None:
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._scratch()
+        self._database.scan(memoryview(block)[start:end], match_event_handler=on_match, scratch=scratch)
+
+
+def _lines(block: bytes, start: int, end: int, ends: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, distinct (line start, pattern) pairs of matches given as (end offset, pattern) in
+    ``block[start:end]``: each match belongs to the line of its last byte."""
+    if not ends:
+        return []
+    ends.sort()
+    hits = set()
+    line_start, line_end = -1, -1
+    for to, pid in ends:
+        if to > line_end:
+            last = to - 1 if to > start else start  # the match's last byte
+            line_start = block.rfind(b"\n", start, last) + 1 or start
+            line_end = block.find(b"\n", last, end)
+            if line_end == -1:
+                line_end = end
+        hits.add((line_start, pid))
+    return sorted(hits)
 
 
 def _cached_database(patterns: list[str], once: frozenset[int], cache: Path):

@@ -335,6 +335,24 @@ def test_a_pattern_reported_once_is_reported_at_its_first_line(tmp_path):
         assert once.scan(block, len(block), 14) == [(14, 1), (24, 0), (38, 1)]
 
 
+def test_matches_kept_apart_lie_on_the_lines_scan_gives_them(monkeypatch):
+    import engine.prefilter as prefilter
+    from engine.extract import _lines_back
+
+    patterns = [r"step \d+ loss", r"(?i)link down", r"loss \d"]
+    block = b"step 1 loss 2 step 2 loss 3\nlink down\n\nstep 3 loss 1 LINK DOWN\nnothing\nstep 4 loss 0"
+    apart = [True, False, True]
+    fast = Prefilter(patterns)
+    monkeypatch.setattr(prefilter, "hyperscan", None)
+    slow = Prefilter(patterns)
+    for scanner in (fast, slow):
+        every = scanner.scan(block, len(block))
+        assert every == [(0, 0), (0, 2), (28, 1), (39, 0), (39, 1), (39, 2), (71, 0), (71, 2)]
+        hits, kept = scanner.scan_apart(block, len(block), apart)
+        assert hits == [(28, 1), (39, 1)]  # the other patterns' lines, as scan gives them
+        assert list(_lines_back(block, kept, len(patterns))) == [(71, [0, 2]), (39, [0, 2]), (0, [0, 2])]
+
+
 def test_a_cached_pattern_database_scans_like_a_fresh_one_and_a_corrupt_one_is_rebuilt(tmp_path):
     patterns = [r"NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+)", r"(?i)link down"]
     block = b"a\nNVRM: Xid (PCI:0:1): 79, x\nmlx5 Link DOWN\n"
