@@ -1,6 +1,6 @@
 """The attempt timeline of a large attempt as the page reads and writes it: its events' times read as numbers
-(``selectors.Microseconds``) give the events, and the timeline, that the rows read as models gave
-(docs/performance.md, "Pages")."""
+(``selectors.Microseconds``) give the events, and the timeline, that the rows read as models gave; the marks
+written by ``lane_marks`` are the markup the template wrote (docs/performance.md, "Pages")."""
 
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -8,9 +8,11 @@ from unittest import mock
 
 import pytest
 from django.db.backends.postgresql import psycopg_any
+from django.template import Context, Template
 
-from diagnoses.models import Node, NodeEvent
+from diagnoses.models import Evidence, Node, NodeEvent
 from pages import selectors, timeline
+from pages.templatetags.timelines import lane_marks
 from pages.timeline import Event
 
 NODES = tuple(f"node{i:03d}" for i in range(130))  # more than FULL_LANES: the uninteresting nodes are collapsed
@@ -122,3 +124,39 @@ def test_the_sqlite_expression_reads_the_times_django_stores_there(moment):
         ).fetchall()
 
     assert selectors.EPOCH + timedelta(microseconds=value) == moment
+
+
+TEMPLATE = """{% for mark in lane.marks %}
+      <a class="mark role-{{ mark.role }}{% if mark.approx %} approx{% endif %}" href="{% if mark.evidence %}#evidence-{{ mark.evidence }}{% else %}{% url 'pages:event-context' attempt.pk mark.event %}{% endif %}"
+         {% if mark.evidence %}data-evidence="{{ mark.evidence }}"{% else %}data-context="{% url 'pages:event-context' attempt.pk mark.event %}"{% endif %}
+         aria-label="{{ lane.title }}: {{ mark.label }}" data-line="{{ mark.text }}" data-where="{{ lane.title }} · {% if mark.approx %}~{% endif %}{{ mark.time|date:'H:i:s' }} UTC{% if mark.approx %} ({{ mark.bounds }}){% endif %} · {{ mark.ref }}"
+         transform="translate({{ mark.x }} {{ lane.middle }})">
+        <title>{{ mark.label }}: {{ mark.text|truncatechars:240 }}</title>
+        {% if mark.approx %}<rect class="span" x="{{ mark.span_from }}" y="-3" width="{{ mark.span_width }}" height="6" rx="3"/>{% endif %}
+        {% if mark.role == "root_cause" %}<circle class="halo" r="9"/>{% endif %}
+        {% if lane.name %}<rect class="glyph" x="-2.5" y="-7" width="5" height="14" rx="1"/>{% else %}<path class="glyph" d="M0,-7 L6,0 L0,7 L-6,0Z"/>{% endif %}
+      </a>
+      {% endfor %}"""  # noqa: E501 (the template's loop over a lane's marks before lane_marks)
+
+
+def test_the_marks_are_the_markup_the_template_wrote(large):
+    evidence = Evidence.objects.filter(diagnosis=large.current_diagnosis).first()
+    NodeEvent.objects.filter(pk=NodeEvent.objects.filter(node__name="node050").first().pk).update(
+        text="x" * 300 + " <b>&amp;",
+        ref=evidence.ref,  # a long line (truncated in the title) that evidence shows
+    )
+    drawn = lay(large, selectors.timeline_events(large.current_diagnosis))
+    template = Template(TEMPLATE)
+
+    for lane in drawn.lanes:
+        assert lane_marks(lane, large.pk) == template.render(Context({"lane": lane, "attempt": large}))
+    marks = [(lane, mark) for lane in drawn.lanes for mark in lane.marks]
+    assert {"root_cause", "cascade", "context"} <= {mark.role for _, mark in marks}
+    assert {bool(mark.evidence) for _, mark in marks} == {True, False}
+    assert {mark.approx for _, mark in marks} == {True, False}
+    assert {lane.name is None for lane, _ in marks} == {True, False}
+    html = "".join(lane_marks(lane, large.pk) for lane in drawn.lanes)
+    assert "&lt;Watchdog&gt; &amp; &quot;timeout&quot;" in html
+    assert "<Watchdog>" not in html
+    assert "job &lt;ended&gt;" in html
+    assert "…</title>" in html
