@@ -234,9 +234,9 @@ def _shown_nodes(nodes: list[str], by_node: dict, always: set[str]) -> list[str]
 
 
 def _marks(events: list[tuple[datetime, Event]], x_of, evidence_refs: dict[str, int]) -> list[Mark]:
-    """The lane's marks of its (time drawn, event) pairs."""
+    """The lane's marks of its (time drawn, event) pairs, in any order: a mark shows its earliest line."""
     buckets: dict[tuple[int, str, bool], Mark] = {}
-    for at, event in sorted(events, key=lambda pair: (pair[0], pair[1].ref)):
+    for at, event in sorted(events, key=lambda pair: (pair[0], pair[1].ref, pair[1].pk)):
         x = x_of(at)
         key = (int(x // BUCKET), event.role, event.approx)
         mark = buckets.get(key)
