@@ -110,16 +110,12 @@ def timeline_events(diagnosis: Diagnosis) -> list[Event]:
     times = {"at": Microseconds("time"), "at_low": Microseconds("time_low"), "at_high": Microseconds("time_high")}
     fields = ["node__name", "at", "role", "rule", "text", "ref", "count", "kind", "pk", "time_approx", "at_low"]
     events = NodeEvent.objects.filter(diagnosis=diagnosis).annotate(**times).order_by()  # the layout orders them
-    rows = events.values_list(*fields, "at_high")
-    moments: dict[int | None, datetime | None] = {None: None}  # many events share a time (a thousand nodes' timeouts)
-
-    def moment(microseconds: int | None) -> datetime | None:
-        if microseconds not in moments:
-            moments[microseconds] = EPOCH + timedelta(microseconds=microseconds)
-        return moments[microseconds]
-
+    rows = list(events.values_list(*fields, "at_high"))
+    # each time made a datetime once: many events share one (a thousand nodes' timeouts)
+    values = {row[1] for row in rows} | {row[10] for row in rows} | {row[11] for row in rows}
+    moments = {value: None if value is None else EPOCH + timedelta(microseconds=value) for value in values}
     return [
-        Event(node, moment(at), role, rule, text, ref, count, kind, pk, approx, moment(low), moment(high))
+        Event(node, moments[at], role, rule, text, ref, count, kind, pk, approx, moments[low], moments[high])
         for node, at, role, rule, text, ref, count, kind, pk, approx, low, high in rows
     ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import NamedTuple
 
 WIDTH = 1000
@@ -226,7 +227,7 @@ def _shown_nodes(nodes: list[str], by_node: dict, always: set[str]) -> list[str]
     causes = {"root_cause", "candidate"}
     chosen |= {name for name in nodes if any(event.role in causes for _, event in by_node.get(name, ()))}
     busy = sorted(
-        (min(at for at, _ in by_node[name]), name) for name in nodes if by_node.get(name) and name not in chosen
+        (min(map(itemgetter(0), by_node[name])), name) for name in nodes if by_node.get(name) and name not in chosen
     )
     room = max(INTERESTING_LANES - len(chosen), 0)
     chosen |= {name for _, name in busy[:room]}
