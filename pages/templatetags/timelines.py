@@ -1,6 +1,6 @@
 """The timeline's marks, written here rather than by the template: the markup the template wrote, in a few
-milliseconds instead of tens for the marks of a large attempt (docs/performance.md, "Pages"). Every text is escaped
-as the template escaped it."""
+milliseconds instead of tens for the marks of a large attempt (docs/performance.md, "Pages: the 1,024-node attempt
+page"). Every text is escaped as the template escaped it."""
 
 from django import template
 from django.urls import reverse
