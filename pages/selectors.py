@@ -1,9 +1,9 @@
 """Reads of the triage pages: the lists as the pages show them, the attempt page's parts (evidence, timeline
 events, reviews), a node's history, and the overview's counts."""
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Sum
+from django.db.models import BigIntegerField, Count, Exists, F, Func, OuterRef, Prefetch, Q, QuerySet, Sum
 
 from diagnoses.models import (
     Attempt,
@@ -80,10 +80,45 @@ def evidence_trail(diagnosis: Diagnosis) -> list[Evidence]:
     return list(Evidence.objects.filter(diagnosis=diagnosis).select_related("node").order_by("position"))
 
 
+class Microseconds(Func):
+    """A time as whole microseconds since 1970-01-01 UTC. Read as a number, a time skips Django's loader of
+    ``timestamptz``, which parses each value in Python: 10,000 calls for a 1,024-node attempt's timeline
+    (docs/performance.md, "Pages: the 1,024-node attempt page")."""
+
+    output_field = BigIntegerField()
+    template = "(EXTRACT(EPOCH FROM %(expressions)s) * 1000000)::bigint"
+
+    # Django stores times in SQLite as text in UTC: 'YYYY-MM-DD HH:MM:SS', then '.ffffff' unless it is zero. The
+    # whole seconds are read from the day number (SQLite reads a fraction to the millisecond only), the fraction after
+    sqlite_template = (
+        "(CAST(ROUND((julianday(substr(%(expressions)s, 1, 19)) - 2440587.5) * 86400) AS INTEGER) * 1000000"
+        " + CAST(substr(%(expressions)s || '.000000', 21, 6) AS INTEGER))"
+    )
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, template=self.sqlite_template, **extra_context)
+
+    def get_db_converters(self, connection):
+        return []  # the database's integer is read as an int already: no call per value
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def timeline_events(diagnosis: Diagnosis) -> list[Event]:
-    fields = ["node__name", "time", "role", "rule", "text", "ref", "count", "kind"]
-    fields += ["pk", "time_approx", "time_low", "time_high"]
-    return list(map(Event._make, NodeEvent.objects.filter(diagnosis=diagnosis).values_list(*fields)))
+    """The diagnosis's events as the timeline takes them, in no order; their times read as numbers
+    (``Microseconds``)."""
+    times = {"at": Microseconds("time"), "at_low": Microseconds("time_low"), "at_high": Microseconds("time_high")}
+    fields = ["node__name", "at", "role", "rule", "text", "ref", "count", "kind", "pk", "time_approx", "at_low"]
+    events = NodeEvent.objects.filter(diagnosis=diagnosis).annotate(**times).order_by()  # the layout orders them
+    rows = list(events.values_list(*fields, "at_high"))
+    # each time made a datetime once: many events share one (a thousand nodes' timeouts)
+    values = {row[1] for row in rows} | {row[10] for row in rows} | {row[11] for row in rows}
+    moments = {value: None if value is None else EPOCH + timedelta(microseconds=value) for value in values}
+    return [
+        Event(node, moments[at], role, rule, text, ref, count, kind, pk, approx, moments[low], moments[high])
+        for node, at, role, rule, text, ref, count, kind, pk, approx, low, high in rows
+    ]
 
 
 def flight_recorder_summary(diagnosis: Diagnosis) -> dict | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import NamedTuple
 
 WIDTH = 1000
@@ -163,24 +164,31 @@ def layout(
     ``highlighted_nodes`` (candidates, evidence nodes) always get a lane; ``evidence_refs`` maps a
     line's ref to the evidence row that shows it; ``transitions`` are the scheduler's (time, label).
     """
-    timed = [event for event in events if event.at is not None]
+    timed = [(at, event) for event in events if (at := event.at) is not None]  # ``at`` read once per event
     if zoom and timed:
-        first, last = min(e.at for e in timed), max((e.high if e.approx and e.high else e.at) for e in timed)
+        first = min(at for at, _ in timed)
+        last = max((event.high if event.approx and event.high else at) for at, event in timed)
         margin = max((last - first) / 20, timedelta(seconds=1))
         start, end = first - margin, last + margin
     else:
-        start = min([start, *(e.at for e in timed)])
-        end = max([end, *(e.at for e in timed)])
+        start = min([start, *(at for at, _ in timed)])
+        end = max([end, *(at for at, _ in timed)])
     span = max((end - start).total_seconds(), 1.0)
+    places: dict[datetime, float] = {}  # events share times (a thousand nodes time out in the same seconds)
 
     def x_of(moment: datetime) -> float:
-        return round(LABEL_WIDTH + (moment - start).total_seconds() / span * (PLOT_RIGHT - LABEL_WIDTH), 2)
+        x = places.get(moment)
+        if x is None:
+            x = places[moment] = round(
+                LABEL_WIDTH + (moment - start).total_seconds() / span * (PLOT_RIGHT - LABEL_WIDTH), 2
+            )
+        return x
 
-    by_node: dict[str | None, list[Event]] = defaultdict(list)
+    by_node: dict[str | None, list[tuple[datetime, Event]]] = defaultdict(list)
     lanes_of = set(nodes)  # a set: thousands of events, each looked up among a thousand nodes
-    for event in timed:
-        if start <= event.at <= end:
-            by_node[event.node if event.node in lanes_of else None].append(event)
+    for at, event in timed:
+        if start <= at <= end:
+            by_node[event.node if event.node in lanes_of else None].append((at, event))
     shown = _shown_nodes(nodes, by_node, root_cause_nodes | highlighted_nodes)
     lanes = []
     if by_node.get(None):
@@ -217,29 +225,30 @@ def _shown_nodes(nodes: list[str], by_node: dict, always: set[str]) -> list[str]
         return list(nodes)
     chosen = {name for name in nodes if name in always}
     causes = {"root_cause", "candidate"}
-    chosen |= {name for name in nodes if any(event.role in causes for event in by_node.get(name, ()))}
+    chosen |= {name for name in nodes if any(event.role in causes for _, event in by_node.get(name, ()))}
     busy = sorted(
-        (min(event.at for event in by_node[name]), name) for name in nodes if by_node.get(name) and name not in chosen
+        (min(map(itemgetter(0), by_node[name])), name) for name in nodes if by_node.get(name) and name not in chosen
     )
     room = max(INTERESTING_LANES - len(chosen), 0)
     chosen |= {name for _, name in busy[:room]}
     return [name for name in nodes if name in chosen]
 
 
-def _marks(events: list[Event], x_of, evidence_refs: dict[str, int]) -> list[Mark]:
+def _marks(events: list[tuple[datetime, Event]], x_of, evidence_refs: dict[str, int]) -> list[Mark]:
+    """The lane's marks of its (time drawn, event) pairs, in any order: a mark shows its earliest line."""
     buckets: dict[tuple[int, str, bool], Mark] = {}
-    for event in sorted(events, key=lambda e: (e.at, e.ref)):
-        x = x_of(event.at)
+    for at, event in sorted(events, key=lambda pair: (pair[0], pair[1].ref, pair[1].pk)):
+        x = x_of(at)
         key = (int(x // BUCKET), event.role, event.approx)
         mark = buckets.get(key)
-        low = (event.low or event.at) if event.approx else event.at
-        high = (event.high or event.at) if event.approx else event.at
+        low = (event.low or at) if event.approx else at
+        high = (event.high or at) if event.approx else at
         if mark is None:
             buckets[key] = Mark(
                 x=x,
                 role=event.role,
                 count=event.count,
-                time=event.at,
+                time=at,
                 rule=event.rule,
                 text=event.text,
                 ref=event.ref,
@@ -251,7 +260,10 @@ def _marks(events: list[Event], x_of, evidence_refs: dict[str, int]) -> list[Mar
             )
         else:
             mark.count += event.count
-            mark.low, mark.high = min(mark.low, low), max(mark.high, high)
+            if low < mark.low:
+                mark.low = low
+            if high > mark.high:
+                mark.high = high
             if mark.evidence is None:
                 mark.evidence = evidence_refs.get(event.ref)
     for mark in buckets.values():
