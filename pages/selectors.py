@@ -89,7 +89,8 @@ class Microseconds(Func):
     template = "(EXTRACT(EPOCH FROM %(expressions)s) * 1000000)::bigint"
 
     # Django stores times in SQLite as text in UTC: 'YYYY-MM-DD HH:MM:SS', then '.ffffff' unless it is zero. The
-    # whole seconds are read from the day number (SQLite reads a fraction to the millisecond only), the fraction after
+    # whole seconds are read from the day number (SQLite reads a fraction to the millisecond only), the microseconds
+    # from the text after them.
     sqlite_template = (
         "(CAST(ROUND((julianday(substr(%(expressions)s, 1, 19)) - 2440587.5) * 86400) AS INTEGER) * 1000000"
         " + CAST(substr(%(expressions)s || '.000000', 21, 6) AS INTEGER))"
