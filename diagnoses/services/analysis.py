@@ -5,10 +5,11 @@ rule-set revision (a unique constraint). The reaper re-queues analyses whose wor
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
@@ -152,21 +153,21 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                 )
                 for position, item in enumerate(document["evidence"])
             )
-            NodeEvent.objects.bulk_create(
-                NodeEvent(
-                    diagnosis=diagnosis,
-                    node=nodes.get(event.node),
-                    time=_moment(event.time),
-                    **({} if event.exact else _bounds(_moment(event.low), _moment(event.high))),
-                    source=fitted(event.source, NodeEvent, "source"),
-                    kind=event.kind,
-                    rule=event.rule.id,
-                    role=event.role or event.rule.role,
-                    text=fitted(
+            _events_insert(
+                (
+                    diagnosis.pk,
+                    None if event.node is None else nodes[event.node].pk,
+                    _moment(event.time),
+                    *((False, None, None) if event.exact else (True, _moment(event.low), _moment(event.high))),
+                    fitted(event.source, NodeEvent, "source"),
+                    event.kind,
+                    event.rule.id,
+                    event.role or event.rule.role,
+                    fitted(
                         event.text if len(event.text) <= text_cap else event.text[:text_cap] + "…", NodeEvent, "text"
                     ),
-                    ref=fitted(event.ref, NodeEvent, "ref"),
-                    count=event.count,
+                    fitted(event.ref, NodeEvent, "ref"),
+                    event.count,
                 )
                 for event in analysis.events
             )
@@ -182,6 +183,23 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             raise
         _mark_analysed(attempt, diagnosis)  # analysed concurrently: already done
     return diagnosis
+
+
+EVENT_COLUMNS = ("diagnosis_id", "node_id", "time", "time_approx", "time_low", "time_high", "source", "kind", "rule",
+                 "role", "text", "ref", "count")  # fmt: skip
+
+
+def _events_insert(rows: Iterable[tuple]) -> None:
+    """Insert node events, each a row of ``EVENT_COLUMNS``, in one statement: on PostgreSQL a COPY, which takes a
+    fifth of the time of building model instances for ``bulk_create`` (docs/performance.md, "Pipeline"; Django's
+    query log does not see it); ``bulk_create`` elsewhere."""
+    if connection.vendor != "postgresql":
+        NodeEvent.objects.bulk_create(NodeEvent(**dict(zip(EVENT_COLUMNS, row, strict=True))) for row in rows)
+        return
+    copying = f"COPY {NodeEvent._meta.db_table} ({', '.join(EVENT_COLUMNS)}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(copying) as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def _time(value: str | None) -> datetime | None:

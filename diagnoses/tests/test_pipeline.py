@@ -357,8 +357,7 @@ RECORDING = [
     "INSERT diagnoses_diagnosis",
     "SELECT diagnoses_node",  # the nodes it names (the attempt's, stored at ingest)
     "INSERT diagnoses_diagnosis_root_cause_nodes",
-    "INSERT diagnoses_evidence",
-    "INSERT diagnoses_nodeevent",
+    "INSERT diagnoses_evidence",  # then the node events, in one COPY (which Django's query log does not see)
     "SELECT diagnoses_attempt",  # the verdict of record: the row locked, with its current diagnosis's time
     "UPDATE diagnoses_attempt",  # analysed, current diagnosis and verdict in one update
 ]
@@ -421,3 +420,20 @@ def test_a_re_analysis_reads_the_verdict_it_replaces(attempt, django_capture_on_
     assert verdict_days.verdict_node_days_stored() == verdict_days.verdict_node_days_counted()
     assert analysis.attempt_analyse(attempt_id=attempt.pk) == diagnosis  # done: recorded once
     assert Diagnosis.objects.filter(attempt=attempt).count() == 2
+
+
+def test_node_events_are_stored_as_bulk_create_stores_them_elsewhere(attempt, monkeypatch):
+    """PostgreSQL takes the node events in a COPY; the other databases (``make run``'s SQLite) through
+    ``bulk_create``: the same rows."""
+
+    def stored(diagnosis):
+        rows = NodeEvent.objects.filter(diagnosis=diagnosis).order_by("pk")
+        return [row[1:] for row in rows.values_list(*analysis.EVENT_COLUMNS)]  # all but the diagnosis
+
+    copied = stored(analysis.attempt_analyse(attempt_id=attempt.pk))
+    Diagnosis.objects.all().delete()
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    created = stored(analysis.attempt_analyse(attempt_id=attempt.pk))
+    assert copied == created
+    assert len(copied) == 9
+    assert {(approx, low is None) for _, _, approx, low, *_ in copied} == {(False, True), (True, False)}  # both kinds
