@@ -198,6 +198,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         kind = "analysis" if task.name == ANALYSIS_TASK else "other"
         pipe.incr(f"{STATS_KEY}:{kind}:tasks")
         pipe.incrby(f"{STATS_KEY}:{kind}:statements", clock["statements"])
+        pipe.incrbyfloat(f"{STATS_KEY}:{kind}:task", time.perf_counter() - clock["task"])
         if task.name == ANALYSIS_TASK:  # the checkpoints count analyses, not the hand-off tasks each one queues
             clock["analyses"] += 1
             if clock["analyses"] in checkpoints:
@@ -377,15 +378,18 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
           f"({pipeline_s * 1000:.1f} / {engine_s * 1000:.1f} ms; target <= {RATIO_TARGET}, one worker)")  # fmt: skip
     print(f"  outside the engine:   {(pipeline_s - engine_s) * 1000:7.1f} ms per attempt (pipeline - engine), "
           f"{(task_cpu / count - engine_cpu) * 1000:.1f} ms CPU (worker - engine)")  # fmt: skip
-    print(f"  statements:           {per_task(stats, 'analysis'):7.1f} per analysis, "
-          f"{per_task(stats, 'other'):.1f} per other task (the hand-offs'; BEGIN and COMMIT not counted)")  # fmt: skip
+    print(f"  statements:           {per_task(stats, 'analysis', 'statements'):7.1f} per analysis, "
+          f"{per_task(stats, 'other', 'statements'):.1f} per other task (the hand-offs'; BEGIN and COMMIT not "
+          f"counted); time in an analysis task {per_task(stats, 'analysis', 'task') * 1000:.1f} ms, in another "
+          f"{per_task(stats, 'other', 'task') * 1000:.1f} ms")  # fmt: skip
     print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
 
 
-def per_task(stats, kind: str) -> float:
-    """The statements per task of ``kind`` (``analysis`` or ``other``) the workers counted."""
+def per_task(stats, kind: str, figure: str) -> float:
+    """The workers' ``figure`` (``statements`` or ``task``: seconds) per task of ``kind`` (``analysis`` or
+    ``other``)."""
     tasks = int(stats.get(f"{STATS_KEY}:{kind}:tasks") or 0)
-    return int(stats.get(f"{STATS_KEY}:{kind}:statements") or 0) / tasks if tasks else float("nan")
+    return float(stats.get(f"{STATS_KEY}:{kind}:{figure}") or 0) / tasks if tasks else float("nan")
 
 
 def memory(args, workdir: Path, sources: list[Path]) -> None:
