@@ -11,11 +11,12 @@ attempt.json differ (job ids). Per run it measures:
 - analysis: N worker processes (``celery worker --pool=solo``) draining 1,000 queued analyses;
   attempts/s per worker process = attempts / wall time / N;
 - the database time share: time spent in database calls (Django's execute wrapper) over the time
-  spent in tasks, summed over the workers;
+  spent in tasks, summed over the workers, and the statements per analysis (and per hand-off task);
 - the engine alone on the same bundles in this one process (read the stored bundle, analyse; the first
   two copies of each distinct log set, the same mix as all the attempts), before and after the workers,
   and the ratio pipeline / engine per attempt (target <= 1.5 with one worker process); the same ratio
   in CPU time (the worker process's CPU in tasks over the engine's), which a busy machine moves less;
+  and the difference of the two per attempt: what the store and Celery add outside the engine;
 - a worker's memory: one worker analyses the attempts again and again (their diagnoses deleted between
   rounds) and reports its resident memory after 1,000 and after 10,000 analyses (``--memory``).
 
@@ -168,9 +169,10 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
     from triage.celery import app
 
     stats = redis.Redis.from_url(broker_url)
-    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "analyses": 0}
+    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "analyses": 0, "statements": 0}
 
     def timed(execute, sql, params, many, context):
+        clock["statements"] += 1
         began = time.perf_counter()
         try:
             return execute(sql, params, many, context)
@@ -182,6 +184,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         clock["task"] = time.perf_counter()
         clock["cpu"] = time.process_time()
         clock["db"] = 0.0
+        clock["statements"] = 0
         connection.execute_wrappers.append(timed)
 
     @task_postrun.connect
@@ -192,6 +195,10 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         pipe.incrbyfloat(f"{STATS_KEY}:db", clock["db"])
         pipe.incrbyfloat(f"{STATS_KEY}:cpu", time.process_time() - clock["cpu"])
         pipe.incr(f"{STATS_KEY}:tasks")
+        kind = "analysis" if task.name == ANALYSIS_TASK else "other"
+        pipe.incr(f"{STATS_KEY}:{kind}:tasks")
+        pipe.incrby(f"{STATS_KEY}:{kind}:statements", clock["statements"])
+        pipe.incrbyfloat(f"{STATS_KEY}:{kind}:task", time.perf_counter() - clock["task"])
         if task.name == ANALYSIS_TASK:  # the checkpoints count analyses, not the hand-off tasks each one queues
             clock["analyses"] += 1
             if clock["analyses"] in checkpoints:
@@ -369,7 +376,20 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
           "PostgreSQL's and Redis's work left out)")  # fmt: skip
     print(f"  pipeline / engine:    {pipeline_s / engine_s:7.2f} per attempt "
           f"({pipeline_s * 1000:.1f} / {engine_s * 1000:.1f} ms; target <= {RATIO_TARGET}, one worker)")  # fmt: skip
+    print(f"  outside the engine:   {(pipeline_s - engine_s) * 1000:7.1f} ms per attempt (pipeline - engine), "
+          f"{(task_cpu / count - engine_cpu) * 1000:.1f} ms CPU (worker - engine)")  # fmt: skip
+    print(f"  statements:           {per_task(stats, 'analysis', 'statements'):7.1f} per analysis, "
+          f"{per_task(stats, 'other', 'statements'):.1f} per other task (the hand-offs'; BEGIN and COMMIT not "
+          f"counted); time in an analysis task {per_task(stats, 'analysis', 'task') * 1000:.1f} ms, in another "
+          f"{per_task(stats, 'other', 'task') * 1000:.1f} ms")  # fmt: skip
     print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
+
+
+def per_task(stats, kind: str, figure: str) -> float:
+    """The workers' ``figure`` (``statements`` or ``task``: seconds) per task of ``kind`` (``analysis`` or
+    ``other``)."""
+    tasks = int(stats.get(f"{STATS_KEY}:{kind}:tasks") or 0)
+    return float(stats.get(f"{STATS_KEY}:{kind}:{figure}") or 0) / tasks if tasks else float("nan")
 
 
 def memory(args, workdir: Path, sources: list[Path]) -> None:

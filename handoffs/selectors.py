@@ -7,7 +7,7 @@ from datetime import UTC, datetime, time, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from connectors.base import UnusableKind, connector_class
@@ -128,7 +128,8 @@ def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:
     """The diagnosis with its attempt, when it is still its attempt's current one (a newer one replaces it)."""
     diagnosis = (
         Diagnosis.objects.select_related("attempt__cluster", "attempt__job")
-        .prefetch_related("root_cause_nodes")
+        .defer("document_json")  # the hand-offs read the verdict's columns, never the document
+        .prefetch_related(Prefetch("root_cause_nodes", queryset=Node.objects.select_related("cluster")))
         .filter(pk=diagnosis_id)
         .first()
     )
@@ -138,7 +139,9 @@ def diagnosis_current(diagnosis_id: int) -> Diagnosis | None:
 def diagnosis_repeat_offenders(diagnosis: Diagnosis) -> list[tuple[Node, int]]:
     """The diagnosis's root-cause nodes that are repeat offenders, each with the attempts in the window whose verdict of
     record names it (as the node page and ``faultline_repeat_offender_root_causes`` count them)."""
-    nodes = list(diagnosis.root_cause_nodes.select_related("cluster"))
+    nodes = list(diagnosis.root_cause_nodes.all())  # as ``diagnosis_current`` prefetched them, with their cluster
+    if not nodes:
+        return []
     rows = (
         Attempt.verdict_nodes.through.objects.filter(node__in=nodes, attempt__end__gte=repeat_offender_window())
         .values("node_id")

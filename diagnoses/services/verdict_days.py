@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, DurationField, ExpressionWrapper, F, Sum, Value, When
 from django.db.models.functions import TruncDate
 
-from diagnoses.models import Attempt, Diagnosis, VerdictDay, VerdictNodeDay
+from diagnoses.models import Attempt, VerdictDay, VerdictNodeDay
 
 Key = tuple[date, int, str, str, str, bool, int]  # day, cluster, outcome, domain, subdomain, needs_review, latency
 KEY_COLUMNS = ("day", "cluster_id", "outcome", "domain", "subdomain", "needs_review", "latency")
@@ -199,9 +199,3 @@ def verdict_days_rebuild(attempts=None, rollup=None, node_rollup=None) -> int:
             batch_size=5000,
         )
     return len(counted) + len(nodes)
-
-
-def diagnosis_created(diagnosis_id: int | None) -> datetime | None:
-    if diagnosis_id is None:
-        return None
-    return Diagnosis.objects.filter(pk=diagnosis_id).values_list("created", flat=True).first()

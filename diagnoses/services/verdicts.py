@@ -43,6 +43,15 @@ class Record:
 NO_VERDICT = Verdict("", "", "", frozenset())
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A diagnosis just recorded, with what its recording has in hand: its verdict, and its nodes' ids by name."""
+
+    diagnosis: Diagnosis
+    verdict: Verdict
+    node_ids: dict[str, int]
+
+
 def verdict_of_review(*, verdict: str, corrected: Verdict, reviewed: Verdict) -> Verdict:
     """A review's verdict: the reviewed diagnosis's when confirmed, the correction's when corrected, unattributed
     when the evidence does not tell."""
@@ -98,41 +107,57 @@ def review_active(attempt_id: int) -> Review | None:
     return reviews.order_by("-created", "-pk").first()
 
 
-def attempt_verdict_update(*, attempt_id: int, diagnosis: Diagnosis | None = None) -> Record:
-    """Recompute and store the attempt's verdict of record (its row locked meanwhile), making ``diagnosis`` its
-    current diagnosis first when given, and move the attempt in the daily rollup (``verdict_days``) in the same
-    transaction."""
-    with transaction.atomic():
+def attempt_verdict_update(
+    *, attempt_id: int, diagnosis: Diagnosis | None = None, recorded: Recorded | None = None, **columns
+) -> Record:
+    """Recompute and store the attempt's verdict of record (its row locked meanwhile), making ``diagnosis`` (or the
+    diagnosis ``recorded``) its current diagnosis first when given, and move the attempt in the daily rollup
+    (``verdict_days``) in the same transaction. ``columns``: more of the attempt's columns to set in the same update
+    (the analysis's state).
+
+    It reads only what it does not have: for a diagnosis just ``recorded``, nothing of it, and the reviews only when
+    the attempt's verdict already comes from a review (a review is given only by the review service, which calls
+    this in the review's transaction, under the same lock); the verdict's stored nodes only when it had a verdict."""
+    if recorded is not None:
+        diagnosis = recorded.diagnosis
+    with transaction.atomic(savepoint=False):  # a caller's transaction is enough: any failure fails it whole
         attempt = (
-            Attempt.objects.select_for_update()
-            .only("pk", "cluster_id", "current_diagnosis_id", "end", "received", "verdict_outcome", "verdict_domain",
-                  "verdict_subdomain", "needs_review")
+            Attempt.objects.select_for_update(of=("self",))
+            .values("cluster_id", "current_diagnosis_id", "current_diagnosis__created", "end", "received",
+                    "verdict_source", "verdict_outcome", "verdict_domain", "verdict_subdomain", "needs_review")
             .get(pk=attempt_id)
         )  # fmt: skip
+        before = attempt["current_diagnosis__created"]
         if diagnosis is None:
-            diagnosis = Diagnosis.objects.defer("document_json").filter(pk=attempt.current_diagnosis_id).first()
-            before = None if diagnosis is None else diagnosis.created
+            diagnosis = Diagnosis.objects.defer("document_json").filter(pk=attempt["current_diagnosis_id"]).first()
+        if recorded is not None:
+            engine = recorded.verdict
         else:
-            before = verdict_days.diagnosis_created(attempt.current_diagnosis_id)
-        engine = None if diagnosis is None else diagnosis_verdict(diagnosis)
-        review = review_active(attempt_id)
+            engine = None if diagnosis is None else diagnosis_verdict(diagnosis)
+        reviewed_before = attempt["verdict_source"] == Attempt.VerdictSource.REVIEW
+        review = review_active(attempt_id) if recorded is None or reviewed_before else None
         review_side, reviewed = (None, None) if review is None else review_verdict(review)
         record = record_of(engine=engine, review=review_side, reviewed=reviewed)
-        columns = record_columns(record, review)
+        columns |= record_columns(record, review)
         if diagnosis is not None:
             columns["current_diagnosis"] = diagnosis
         Attempt.objects.filter(pk=attempt_id).update(**columns)
-        nodes_before = verdict_days.attempt_node_ids(attempt_id)
-        nodes = Node.objects.filter(cluster_id=attempt.cluster_id, name__in=record.verdict.nodes)
-        nodes_after = list(nodes.values_list("pk", flat=True))
+        nodes_before = verdict_days.attempt_node_ids(attempt_id) if attempt["verdict_source"] else []
+        if recorded is not None and record.source == Attempt.VerdictSource.ENGINE:
+            nodes_after = [recorded.node_ids[name] for name in record.verdict.nodes]
+        else:
+            nodes = Node.objects.filter(cluster_id=attempt["cluster_id"], name__in=record.verdict.nodes)
+            nodes_after = list(nodes.values_list("pk", flat=True))
+        links = Attempt.verdict_nodes.through.objects
         if gone := set(nodes_before) - set(nodes_after):  # what ``set`` does, without reading the links again
-            attempt.verdict_nodes.remove(*gone)
+            links.filter(attempt_id=attempt_id, node_id__in=gone).delete()
         if new := set(nodes_after) - set(nodes_before):
-            attempt.verdict_nodes.add(*new)
-        stored = {"end": attempt.end, "cluster_id": attempt.cluster_id, "received": attempt.received}
+            links.bulk_create([links.model(attempt_id=attempt_id, node_id=node_id) for node_id in sorted(new)],
+                              ignore_conflicts=True)  # fmt: skip
+        stored = {"end": attempt["end"], "cluster_id": attempt["cluster_id"], "received": attempt["received"]}
         verdict_days.verdict_days_move(
-            verdict_days.key_of(**stored, outcome=attempt.verdict_outcome, domain=attempt.verdict_domain,
-                                subdomain=attempt.verdict_subdomain, needs_review=attempt.needs_review,
+            verdict_days.key_of(**stored, outcome=attempt["verdict_outcome"], domain=attempt["verdict_domain"],
+                                subdomain=attempt["verdict_subdomain"], needs_review=attempt["needs_review"],
                                 diagnosed=before),
             verdict_days.key_of(**stored, outcome=record.verdict.outcome, domain=record.verdict.domain,
                                 subdomain=record.verdict.subdomain, needs_review=record.needs_review,

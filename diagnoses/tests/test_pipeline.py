@@ -1,16 +1,19 @@
 """The Blueprint's tasks, run with ``.apply()``: idempotent analysis, failures kept visible, retries, the reaper."""
 
+import re
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from connectors.base import ConnectorError
 from diagnoses import bundle_store, selectors
 from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, NodeEvent
-from diagnoses.services import analysis, attempts, discovery, gathering
+from diagnoses.services import analysis, attempts, discovery, gathering, verdict_days
 from diagnoses.tasks import analyse_attempt, reap_stuck_attempts
+from rules import services as rule_services
 from rules.selectors import revision_engine
 from rules.services import active_revision
 
@@ -337,3 +340,100 @@ def test_transient_errors_stop_after_the_gathering_retries_whoever_sent_the_mess
     discovered.refresh_from_db()
     assert len(calls) == 1
     assert (discovered.analysis_state, discovered.analysis_runs) == ("failed", 3)
+
+
+def statements(captured) -> list[str]:
+    """Each statement captured as its verb and its table (``SELECT diagnoses_attempt``; a subquery's table, aliased
+    ``U0``, left out)."""
+    named = []
+    for query in captured:
+        verb = query["sql"].split(None, 1)[0]
+        table = re.search(r'(?:FROM|INTO|UPDATE)\s+"?(\w+)\b(?!"?\s+U\d)', query["sql"])
+        named.append(f"{verb} {table[1]}" if verb in ("SELECT", "INSERT", "UPDATE", "DELETE") and table else verb)
+    return named
+
+
+RECORDING = [
+    "INSERT diagnoses_diagnosis",
+    "SELECT diagnoses_node",  # the nodes it names (the attempt's, stored at ingest)
+    "INSERT diagnoses_diagnosis_root_cause_nodes",
+    "INSERT diagnoses_evidence",  # then the node events, in one COPY (which Django's query log does not see)
+    "SELECT diagnoses_attempt",  # the verdict of record: the row locked, with its current diagnosis's time
+    "UPDATE diagnoses_attempt",  # analysed, current diagnosis and verdict in one update
+]
+
+
+def test_an_analysis_reads_once_and_records_in_one_transaction(attempt, django_capture_on_commit_callbacks):
+    """What one analysis costs the database (docs/performance.md, "Pipeline"): the active revision, the attempt with
+    any diagnosis of that revision, the claim, then one transaction that records the diagnosis and the verdict of
+    record from what it has in hand, moves the rollups and notes the hand-offs (queued once it commits)."""
+    revision_engine(active_revision())  # the rule set stored and compiled: once per database and process
+    with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks() as queued:
+        diagnosis = analysis.attempt_analyse(attempt_id=attempt.pk)
+    assert statements(captured) == [
+        "SELECT rules_rulesetrevision",
+        "SELECT diagnoses_attempt",  # with the id of a diagnosis of this revision, if any
+        "UPDATE diagnoses_attempt",  # the claim
+        "SAVEPOINT",  # the recording's transaction (BEGIN outside a test's own transaction)
+        *RECORDING,
+        "INSERT diagnoses_attempt_verdict_nodes",  # no verdict before: no links to read
+        "INSERT diagnoses_verdictday",
+        "INSERT diagnoses_verdictnodeday",
+        "SAVEPOINT",  # the hand-offs' note (a receiver of diagnosis_recorded), in its own savepoint
+        "INSERT handoffs_pendinghandoff",
+        "RELEASE",
+        "RELEASE",  # COMMIT outside a test's own transaction
+    ]
+    assert len(queued) == 1  # the hand-offs' message
+    attempt.refresh_from_db()
+    assert (attempt.analysis_state, attempt.current_diagnosis, attempt.verdict_source) == (
+        "analysed",
+        diagnosis,
+        "engine",
+    )
+    assert list(attempt.verdict_nodes.values_list("name", flat=True)) == ["node02"]
+    assert verdict_days.verdict_days_stored() == verdict_days.verdict_days_counted()
+    assert verdict_days.verdict_node_days_stored() == verdict_days.verdict_node_days_counted()
+
+
+def test_a_re_analysis_reads_the_verdict_it_replaces(attempt, django_capture_on_commit_callbacks):
+    first = analysis.attempt_analyse(attempt_id=attempt.pk)
+    draft = rule_services.revision_create(ruleset=first.revision.ruleset, text=first.revision.text + "\n")
+    rule_services.revision_activate(revision=draft)
+    revision_engine(active_revision())
+    with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks() as queued:
+        diagnosis = analysis.attempt_analyse(attempt_id=attempt.pk)
+    assert statements(captured) == [
+        "SELECT rules_rulesetrevision",
+        "SELECT diagnoses_attempt",
+        "UPDATE diagnoses_attempt",
+        "SAVEPOINT",
+        *RECORDING,
+        "SELECT diagnoses_attempt_verdict_nodes",  # the verdict's nodes before: unchanged, nothing to write
+        "INSERT diagnoses_verdictday",  # its latency moved; its nodes' row did not
+        "RELEASE",  # a re-analysis hands nothing off
+    ]
+    assert queued == []
+    attempt.refresh_from_db()
+    assert (attempt.current_diagnosis, diagnosis.revision) == (diagnosis, draft)
+    assert verdict_days.verdict_days_stored() == verdict_days.verdict_days_counted()
+    assert verdict_days.verdict_node_days_stored() == verdict_days.verdict_node_days_counted()
+    assert analysis.attempt_analyse(attempt_id=attempt.pk) == diagnosis  # done: recorded once
+    assert Diagnosis.objects.filter(attempt=attempt).count() == 2
+
+
+def test_node_events_are_stored_as_bulk_create_stores_them_elsewhere(attempt, monkeypatch):
+    """PostgreSQL takes the node events in a COPY; the other databases (``make run``'s SQLite) through
+    ``bulk_create``: the same rows."""
+
+    def stored(diagnosis):
+        rows = NodeEvent.objects.filter(diagnosis=diagnosis).order_by("pk")
+        return [row[1:] for row in rows.values_list(*analysis.EVENT_COLUMNS)]  # all but the diagnosis
+
+    copied = stored(analysis.attempt_analyse(attempt_id=attempt.pk))
+    Diagnosis.objects.all().delete()
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    created = stored(analysis.attempt_analyse(attempt_id=attempt.pk))
+    assert copied == created
+    assert len(copied) == 9
+    assert {(approx, low is None) for _, _, approx, low, *_ in copied} == {(False, True), (True, False)}  # both kinds

@@ -10,12 +10,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core import mail
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
 from access.roles import TRIAGER
 from diagnoses.models import Attempt, Review
 from diagnoses.services import reviews
+from diagnoses.signals import diagnosis_recorded
 from handoffs import selectors, tasks
 from handoffs.models import Delivery, Incident, NotificationRule, PendingHandoff
 from handoffs.services import notifications, outbox
@@ -232,6 +234,24 @@ def test_a_failing_hand_off_never_fails_an_analysis(analysed, monkeypatch, recei
     assert PendingHandoff.objects.filter(diagnosis=attempt.current_diagnosis).exists()  # noted: not lost
 
 
+def test_a_note_that_cannot_be_written_never_fails_an_analysis(analysed, monkeypatch, caplog):
+    """The note is written in the recording's transaction, in a savepoint: a database error there is logged and
+    rolled back alone."""
+
+    def failing(**kwargs):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 / 0")  # a real error of the database, inside the recording's transaction
+
+    monkeypatch.setattr(outbox, "handoff_note", failing)
+    attempt = analysed("904")
+    assert attempt.analysis_state == Attempt.Analysis.ANALYSED
+    assert attempt.current_diagnosis is not None
+    assert attempt.verdict_source == "engine"
+    assert not PendingHandoff.objects.exists()
+    assert "a receiver of diagnosis_recorded" in caplog.text
+    assert "division by zero" in caplog.text
+
+
 def minutes_pass(minutes: int) -> None:
     PendingHandoff.objects.update(noted=F("noted") - timedelta(minutes=minutes))
 
@@ -340,8 +360,19 @@ def test_a_re_analysis_with_another_revision_notifies_nobody(receiver, analysed,
     first = rule_services.active_revision()
     draft = rule_services.revision_create(ruleset=first.ruleset, text=first.text.replace("# ", "## ", 1))
     rule_services.revision_activate(revision=draft)
-    with django_capture_on_commit_callbacks(execute=True) as announced:
-        diagnosis = analysis.attempt_analyse(attempt_id=attempt.pk)
+    announced = []
+
+    def listen(sender, **kwargs):
+        announced.append((kwargs["diagnosis_id"], kwargs["first"]))
+
+    diagnosis_recorded.connect(listen)
+    try:
+        with django_capture_on_commit_callbacks(execute=True) as queued:
+            diagnosis = analysis.attempt_analyse(attempt_id=attempt.pk)
+    finally:
+        diagnosis_recorded.disconnect(listen)
     assert diagnosis.revision == draft
-    assert len(announced) == 1  # announced (first=False), and the hand-offs let it pass
+    assert announced == [(diagnosis.pk, False)]  # announced as a re-analysis
+    assert queued == []  # and the hand-offs let it pass: nothing queued
+    assert not PendingHandoff.objects.exists()
     assert Incident.objects.get().events == 1
