@@ -19,7 +19,7 @@ from diagnoses.columns import fitted
 from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
-from diagnoses.services.verdicts import Recorded, Verdict, attempt_verdict_update
+from diagnoses.services.verdicts import attempt_verdict_update
 from diagnoses.signals import diagnosis_recorded_send
 from engine import Analysis, to_json
 from engine.bundle import BundleError
@@ -104,11 +104,11 @@ def _set_state(attempt: Attempt, state: str, error: str = "") -> None:
     )
 
 
-def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis, recorded: Recorded | None = None) -> None:
-    """Make ``diagnosis`` (or the diagnosis ``recorded``) the attempt's current one and keep its verdict of record,
-    in one update of the attempt's row."""
+def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis, root_nodes: dict[str, int] | None = None) -> None:
+    """Make ``diagnosis`` the attempt's current one and keep its verdict of record, in one update of the attempt's
+    row; ``root_nodes``: its root-cause nodes' ids by name, when it was just recorded."""
     attempt_verdict_update(
-        attempt_id=attempt.pk, diagnosis=diagnosis, recorded=recorded,
+        attempt_id=attempt.pk, diagnosis=diagnosis, root_nodes=root_nodes,
         analysis_state=State.ANALYSED, analysis_error="", state_changed=timezone.now(),
     )  # fmt: skip
 
@@ -173,9 +173,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             )
             if analysis.dumps is not None:
                 FlightRecorderSummary.objects.create(diagnosis=diagnosis, summary=analysis.dumps.summary())
-            root_ids = {nodes[name].name: nodes[name].pk for name in root.get("nodes", ())}  # the stored names
-            verdict = Verdict(diagnosis.outcome, diagnosis.domain, diagnosis.subdomain, frozenset(root_ids))
-            _mark_analysed(attempt, diagnosis, Recorded(diagnosis, verdict, root_ids))
+            root_nodes = {nodes[name].name: nodes[name].pk for name in root.get("nodes", ())}  # the stored names
+            _mark_analysed(attempt, diagnosis, root_nodes)
             diagnosis_recorded_send(diagnosis.pk, first=attempt.current_diagnosis_id is None)
     except IntegrityError:
         diagnosis = Diagnosis.objects.filter(attempt=attempt, revision=revision).first()

@@ -43,15 +43,6 @@ class Record:
 NO_VERDICT = Verdict("", "", "", frozenset())
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """A diagnosis just recorded, with what its recording has in hand: its verdict, and its nodes' ids by name."""
-
-    diagnosis: Diagnosis
-    verdict: Verdict
-    node_ids: dict[str, int]
-
-
 def verdict_of_review(*, verdict: str, corrected: Verdict, reviewed: Verdict) -> Verdict:
     """A review's verdict: the reviewed diagnosis's when confirmed, the correction's when corrected, unattributed
     when the evidence does not tell."""
@@ -108,18 +99,16 @@ def review_active(attempt_id: int) -> Review | None:
 
 
 def attempt_verdict_update(
-    *, attempt_id: int, diagnosis: Diagnosis | None = None, recorded: Recorded | None = None, **columns
+    *, attempt_id: int, diagnosis: Diagnosis | None = None, root_nodes: dict[str, int] | None = None, **columns
 ) -> Record:
-    """Recompute and store the attempt's verdict of record (its row locked meanwhile), making ``diagnosis`` (or the
-    diagnosis ``recorded``) its current diagnosis first when given, and move the attempt in the daily rollup
-    (``verdict_days``) in the same transaction. ``columns``: more of the attempt's columns to set in the same update
-    (the analysis's state).
+    """Recompute and store the attempt's verdict of record (its row locked meanwhile), making ``diagnosis`` its
+    current diagnosis first when given, and move the attempt in the daily rollup (``verdict_days``) in the same
+    transaction. ``columns``: more of the attempt's columns to set in the same update (the analysis's state).
 
-    It reads only what it does not have: for a diagnosis just ``recorded``, nothing of it, and the reviews only when
-    the attempt's verdict already comes from a review (a review is given only by the review service, which calls
-    this in the review's transaction, under the same lock); the verdict's stored nodes only when it had a verdict."""
-    if recorded is not None:
-        diagnosis = recorded.diagnosis
+    It reads only what it does not have: for a ``diagnosis`` just recorded, whose ``root_nodes`` (ids by name) the
+    recording gives, nothing of it, and the reviews only when the attempt's verdict already comes from a review (a
+    review is given only by the review service, which calls this in the review's transaction, under the same lock);
+    the verdict's stored nodes only when it had a verdict."""
     with transaction.atomic(savepoint=False):  # a caller's transaction is enough: any failure fails it whole
         attempt = (
             Attempt.objects.select_for_update(of=("self",))
@@ -130,12 +119,12 @@ def attempt_verdict_update(
         before = attempt["current_diagnosis__created"]
         if diagnosis is None:
             diagnosis = Diagnosis.objects.defer("document_json").filter(pk=attempt["current_diagnosis_id"]).first()
-        if recorded is not None:
-            engine = recorded.verdict
+        if root_nodes is not None:
+            engine = Verdict(diagnosis.outcome, diagnosis.domain, diagnosis.subdomain, frozenset(root_nodes))
         else:
             engine = None if diagnosis is None else diagnosis_verdict(diagnosis)
         reviewed_before = attempt["verdict_source"] == Attempt.VerdictSource.REVIEW
-        review = review_active(attempt_id) if recorded is None or reviewed_before else None
+        review = review_active(attempt_id) if root_nodes is None or reviewed_before else None
         review_side, reviewed = (None, None) if review is None else review_verdict(review)
         record = record_of(engine=engine, review=review_side, reviewed=reviewed)
         columns |= record_columns(record, review)
@@ -143,8 +132,8 @@ def attempt_verdict_update(
             columns["current_diagnosis"] = diagnosis
         Attempt.objects.filter(pk=attempt_id).update(**columns)
         nodes_before = verdict_days.attempt_node_ids(attempt_id) if attempt["verdict_source"] else []
-        if recorded is not None and record.source == Attempt.VerdictSource.ENGINE:
-            nodes_after = [recorded.node_ids[name] for name in record.verdict.nodes]
+        if root_nodes is not None and record.source == Attempt.VerdictSource.ENGINE:
+            nodes_after = [root_nodes[name] for name in record.verdict.nodes]
         else:
             nodes = Node.objects.filter(cluster_id=attempt["cluster_id"], name__in=record.verdict.nodes)
             nodes_after = list(nodes.values_list("pk", flat=True))
