@@ -9,7 +9,8 @@ attempt.json differ (job ids). Per run it measures:
 
 - ingest: ``manage.py ingest --no-analyse`` semantics in this process (copy the bundle, write rows);
 - analysis: N worker processes (``celery worker --pool=solo``) draining 1,000 queued analyses;
-  attempts/s per worker process = attempts / wall time / N;
+  attempts/s per worker process = attempts / wall time / N; and the same with the hand-off task each new
+  diagnosis queues (they run behind the analyses), which an attempt also costs a worker;
 - the database time share: time spent in database calls (Django's execute wrapper) over the time
   spent in tasks, summed over the workers, and the statements per analysis (and per hand-off task);
 - the engine alone on the same bundles in this one process (read the stored bundle, analyse; the first
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import shutil
@@ -191,20 +193,19 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
     def finished(task, **kwargs):
         connection.execute_wrappers.remove(timed)
         pipe = stats.pipeline()
-        pipe.incrbyfloat(f"{STATS_KEY}:task", time.perf_counter() - clock["task"])
-        pipe.incrbyfloat(f"{STATS_KEY}:db", clock["db"])
-        pipe.incrbyfloat(f"{STATS_KEY}:cpu", time.process_time() - clock["cpu"])
-        pipe.incr(f"{STATS_KEY}:tasks")
         kind = "analysis" if task.name == ANALYSIS_TASK else "other"
         pipe.incr(f"{STATS_KEY}:{kind}:tasks")
         pipe.incrby(f"{STATS_KEY}:{kind}:statements", clock["statements"])
         pipe.incrbyfloat(f"{STATS_KEY}:{kind}:task", time.perf_counter() - clock["task"])
+        pipe.incrbyfloat(f"{STATS_KEY}:{kind}:db", clock["db"])
+        pipe.incrbyfloat(f"{STATS_KEY}:{kind}:cpu", time.process_time() - clock["cpu"])
         if task.name == ANALYSIS_TASK:  # the checkpoints count analyses, not the hand-off tasks each one queues
             clock["analyses"] += 1
             if clock["analyses"] in checkpoints:
                 pipe.set(f"{STATS_KEY}:rss:{clock['analyses']}", resident_mb())
         pipe.execute()
 
+    logging.getLogger("celery.app.trace").setLevel(logging.WARNING)  # settings log each task at INFO
     app.worker_main(["worker", "--pool=solo", "--loglevel=WARNING", "--without-gossip", "--without-mingle"])
 
 
@@ -305,16 +306,21 @@ def stop_workers(processes: list[subprocess.Popen]) -> None:
         process.wait()
 
 
-def analyse_all() -> float:
-    """Queue every attempt's analysis and wait until none is left; the wall time."""
+def analyse_all() -> tuple[float, float]:
+    """Queue every attempt's analysis and wait until none is left, then until the hand-off tasks that the new
+    diagnoses queued (behind the analyses: the queue is first in, first out) have run; the two wall times."""
     from diagnoses.models import Attempt
     from diagnoses.services import attempts
+    from handoffs.models import PendingHandoff
 
     began = time.perf_counter()
     attempts.attempts_reanalyse(attempts=Attempt.objects.all())
     while Attempt.objects.exclude(analysis_state__in=["analysed", "failed"]).exists():
         time.sleep(0.05)
-    return time.perf_counter() - began
+    analysed = time.perf_counter() - began
+    while PendingHandoff.objects.exists():
+        time.sleep(0.05)
+    return analysed, time.perf_counter() - began
 
 
 def engine_alone() -> tuple[float, float, int]:
@@ -340,7 +346,7 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     before = engine_alone()  # before and after the workers, so that both see the machine as they did
     processes = start_workers(args, workers)
     try:
-        analysis = analyse_all()
+        analysis, handed_off = analyse_all()
     finally:
         stop_workers(processes)
     after = engine_alone()
@@ -351,9 +357,9 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     from diagnoses.models import Attempt
 
     stats = redis.Redis.from_url(args.broker_url)
-    task_time = float(stats.get(f"{STATS_KEY}:task") or 0)
-    db_time = float(stats.get(f"{STATS_KEY}:db") or 0)
-    task_cpu = float(stats.get(f"{STATS_KEY}:cpu") or 0)
+    task_time = float(stats.get(f"{STATS_KEY}:analysis:task") or 0)  # the analyses' alone
+    db_time = float(stats.get(f"{STATS_KEY}:analysis:db") or 0)
+    task_cpu = float(stats.get(f"{STATS_KEY}:analysis:cpu") or 0)
     outcomes = {}
     for outcome in Attempt.objects.values_list("current_diagnosis__subdomain", flat=True):
         outcomes[outcome or "-"] = outcomes.get(outcome or "-", 0) + 1
@@ -367,7 +373,9 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     print(f"  ingest (1 process):   {count / ingest:7.1f} attempts/s ({ingest:.1f} s)")
     print(f"  analysis:             {count / analysis:7.1f} attempts/s ({analysis:.1f} s), "
           f"{per_worker:.1f} attempts/s per worker process {target}")  # fmt: skip
-    print(f"  time in tasks:        {task_time / count * 1000:7.1f} ms per attempt, "
+    print(f"  with the hand-offs:   {count / handed_off / workers:7.1f} attempts/s per worker process (each new "
+          f"diagnosis's hand-off task included, {handed_off:.1f} s)")  # fmt: skip
+    print(f"  time in analyses:     {task_time / count * 1000:7.1f} ms per attempt, "
           f"of which database {db_time / task_time:.0%}" if task_time else "  no task statistics")  # fmt: skip
     print(f"  engine alone:         {engine_s * 1000:7.1f} ms per attempt, {engine_cpu * 1000:.1f} ms CPU "
           f"(1 process, {sampled:.0f} of the same bundles, before and after the workers)")  # fmt: skip

@@ -123,6 +123,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("FAULTLINE_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("FAULTLINE_TASK_TIME_LIMIT", 360)
 CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("FAULTLINE_WORKER_MAX_TASKS_PER_CHILD", 1000)
+# Celery's Django fix-up closes a worker's database connection every this many tasks (instead of around every task);
+# in between, triage/celery.py keeps it only after a task that succeeded and left it idle.
+CELERY_DB_REUSE_MAX = CELERY_WORKER_MAX_TASKS_PER_CHILD
 # A message a killed worker never acknowledged is delivered again after this many seconds; keep it
 # above the hard time limit. The reaper below usually re-enqueues such an attempt sooner.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("FAULTLINE_BROKER_VISIBILITY_TIMEOUT", 3600)}

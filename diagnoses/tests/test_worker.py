@@ -75,3 +75,26 @@ def test_a_worker_killed_mid_task_loses_no_attempt(make_bundle, environment, tmp
     running.refresh_from_db()
     assert running.analysis_runs == 2  # started by the first worker, re-queued by the reaper, finished by the second
     assert running.current_diagnosis.subdomain == "gpu.bus"
+
+
+def test_a_worker_keeps_its_database_connection_from_task_to_task(make_bundle, environment, tmp_path):
+    for number in range(4):
+        make_bundle(job_id=str(2000 + number))
+    worker = start_worker("keeper", environment, tmp_path, beat=False)
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "ingest", "-v0", str(tmp_path / "bundles")],
+            cwd=BASE_DIR, env=environment, check=True,
+        )  # fmt: skip
+        wait_for(lambda: Attempt.objects.filter(analysis_state="analysed").count() == 4, 60, "four analyses")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT backend_start FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            backends = [started for (started,) in cursor.fetchall()]
+    finally:
+        kill(worker)
+    first_claim = min(Attempt.objects.values_list("analysis_started", flat=True))
+    assert len(backends) == 1, backends  # the worker's: open after its last task
+    assert backends[0] < first_claim  # and opened before the first of the four analyses
