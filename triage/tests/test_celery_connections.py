@@ -49,6 +49,14 @@ def test_a_connection_left_in_a_transaction_is_closed(task):
     assert connection.connection is None
 
 
+def test_a_connection_with_a_statement_in_progress_is_closed(task):
+    task_prerun.send(sender=task, task_id="t", task=task, args=(), kwargs={})
+    connection.ensure_connection()
+    connection.connection.pgconn.send_query(b"SELECT 1")  # sent, its result never read: a query cut off mid-way
+    task_postrun.send(sender=task, task_id="t", task=task, args=(), kwargs={}, retval=None, state="SUCCESS")
+    assert connection.connection is None
+
+
 def test_a_connection_older_than_conn_max_age_is_replaced_before_a_task(task):
     run(task, "SUCCESS")
     connection.close_at = time.monotonic() - 1
