@@ -12,11 +12,11 @@ attempt.json differ (job ids). Per run it measures:
   attempts/s per worker process = attempts / wall time / N; and the same with the hand-off task each new
   diagnosis queues (they run behind the analyses), which an attempt also costs a worker;
 - the database time share: time spent in database calls (Django's execute wrapper) over the time
-  spent in tasks, summed over the workers, and the statements per analysis (and per hand-off task);
+  spent in analysis tasks, summed over the workers, and the statements per analysis (and per hand-off task);
 - the engine alone on the same bundles in this one process (read the stored bundle, analyse; the first
   two copies of each distinct log set, the same mix as all the attempts), before and after the workers,
   and the ratio pipeline / engine per attempt (target <= 1.5 with one worker process); the same ratio
-  in CPU time (the worker process's CPU in tasks over the engine's), which a busy machine moves less;
+  in CPU time (the worker process's CPU in analysis tasks over the engine's), which a busy machine moves less;
   and the difference of the two per attempt: what the store and Celery add outside the engine;
 - a worker's memory: one worker analyses the attempts again and again (their diagnoses deleted between
   rounds) and reports its resident memory after 1,000 and after 10,000 analyses (``--memory``).

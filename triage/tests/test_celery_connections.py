@@ -44,7 +44,7 @@ def test_a_task_that_did_not_succeed_leaves_no_connection(task, state):
 def test_a_connection_left_in_a_transaction_is_closed(task):
     task_prerun.send(sender=task, task_id="t", task=task, args=(), kwargs={})
     connection.ensure_connection()
-    connection.connection.execute("BEGIN")  # as a query a time limit interrupted would leave it: not idle
+    connection.connection.execute("BEGIN")  # a transaction the task left open: not idle
     task_postrun.send(sender=task, task_id="t", task=task, args=(), kwargs={}, retval=None, state="SUCCESS")
     assert connection.connection is None
 
