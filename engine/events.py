@@ -26,6 +26,7 @@ class Event:
     low: float | None = None  # for an inexact time: the bounds its stream neighbours (or a coarse stamp) give;
     high: float | None = None  # None where no bound is known (the attempt's window stands in)
     role: str = ""  # final role: root_cause, candidate, cascade, teardown, context
+    hint: bool = False  # matched by one of its rule's hedged patterns (``hint``), not yet corroborated
 
     def sort_key(self) -> tuple:
         return (

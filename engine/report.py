@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from engine.attribution import Attribution, Candidate
 from engine.context import STREAM_KINDS, AttemptContext
 from engine.events import Event
-from engine.extract import StreamStats
 from engine.flight_recorder.attempt import AttemptDumps
 from engine.ruleset import RuleSet
+from engine.streams import StreamStats
 
 SCHEMA = "faultline.diagnosis/v1"
 ROLE_ORDER = {"root_cause": 0, "candidate": 0, "cascade": 1, "teardown": 2, "context": 3}

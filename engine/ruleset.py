@@ -7,7 +7,6 @@ templates filled with captures.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
 
@@ -212,8 +211,9 @@ class Rule:
     sources: tuple[str, ...] = ()
     kinds: frozenset[str] = frozenset()
     names: tuple[str, ...] = ()  # stream-name globs; empty means every stream of the kinds
-    patterns: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()  # the firm patterns, then the ``hint`` patterns
     compiled: tuple[object, ...] = ()
+    hints: int = 0  # how many of the last patterns are hints (hedged wordings): they nominate, never attribute
     filters: tuple[Filter, ...] = ()
     metric: MetricCondition | None = None
     attempt: AttemptCondition | None = None
@@ -236,11 +236,6 @@ class Rule:
     solo: tuple[Selector, ...] = ()  # every selection must be absent around the event
     not_solo: tuple[Selector, ...] = ()  # every selection must be present around the event
     fields: dict[str, int] = field(default_factory=dict)  # field name -> line, for error messages
-
-    def applies_to(self, kind: str, name: str) -> bool:
-        if kind not in self.kinds:
-            return False
-        return not self.names or any(fnmatch.fnmatchcase(name, glob) for glob in self.names)
 
     @property
     def classification(self) -> tuple[str, str]:

@@ -1,18 +1,18 @@
 """The rule explorer: which rules match one log line, with their captures, and for each rule that does
 not, which of its conditions failed, checked in the order the engine checks them.
 
-Pure (no Django): built on the engine's public pieces only, its line normaliser (``parse_line``) and
-the compiled rules (``Rule.kinds``, ``names``, ``compiled``, ``filters``), so the explanation is the
+Pure (no Django): built on the engine's own pieces, its line normaliser (``parse_line``) and the step that
+checks a rule against a line (``engine.matching``), which the extraction calls too: the explanation is the
 engine's own reasoning, not a second implementation of the rule language.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from engine.context import stream_kind
+from engine.matching import line_patterns, stream_mismatch
 from engine.normalise import Clock, Parsed, parse_line
 from engine.ruleset import Filter, Rule, RuleSet
 
@@ -88,36 +88,24 @@ def why(rule: Rule, parsed: Parsed, *, kind: str, stream: str, job_id: str = "")
             "flight_recorder": "the attempt's PyTorch Flight Recorder dumps, not log lines",
         }[matcher]
         return Verdict(rule, False, "matcher", f"a {matcher} rule: it reads {what}")
-    if kind not in rule.kinds:
-        return Verdict(
-            rule,
-            False,
-            "streams",
-            f"it looks at {_kinds(rule.kinds)} streams; this line is from a {kind} stream ({stream})",
-            beyond=beyond,
-        )
-    if rule.names and not any(fnmatch.fnmatchcase(stream, glob) for glob in rule.names):
-        return Verdict(
-            rule,
-            False,
-            "files",
-            f"it looks only at streams named {', '.join(rule.names)}; this one is {stream!r}",
-            beyond=beyond,
-        )
+    mismatch = stream_mismatch(rule, kind, stream)
+    if mismatch == "streams":
+        reason = f"it looks at {_kinds(rule.kinds)} streams; this line is from a {kind} stream ({stream})"
+        return Verdict(rule, False, "streams", reason, beyond=beyond)
+    if mismatch == "files":
+        reason = f"it looks only at streams named {', '.join(rule.names)}; this one is {stream!r}"
+        return Verdict(rule, False, "files", reason, beyond=beyond)
     failed_filter: Verdict | None = None
-    for text, regex in zip(rule.patterns, rule.compiled, strict=True):
-        match = regex.search(parsed.message)
-        if match is None:
+    for pattern in line_patterns(rule):
+        tested = pattern.test(parsed.message, job_id)
+        if tested is None:
             continue
-        captures = {k: v for k, v in match.groupdict().items() if v is not None}
-        for condition in (f for f in rule.filters if f.name in regex.groupindex):
-            if not condition.accepts(captures, job_id):
-                failed_filter = failed_filter or Verdict(
-                    rule, False, "where", _filter_reason(condition, captures, job_id), captures, text, beyond
-                )
-                break
-        else:
-            return Verdict(rule, True, captures=captures, pattern=text, beyond=beyond)
+        captures, condition = tested
+        if condition is None:
+            return Verdict(rule, True, captures=captures, pattern=pattern.text, beyond=beyond)
+        failed_filter = failed_filter or Verdict(
+            rule, False, "where", _filter_reason(condition, captures, job_id), captures, pattern.text, beyond
+        )
     if failed_filter is not None:
         return failed_filter
     return Verdict(rule, False, "pattern", _pattern_reason(rule, parsed), beyond=beyond)

@@ -128,9 +128,9 @@ def test_a_bound_no_line_gives_stays_unknown(tmp_path):
 
 
 def test_the_later_bound_may_lie_in_a_later_block(tmp_path, monkeypatch):
-    import engine.extract as extract_module
+    import engine.blocks as blocks_module
 
-    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(blocks_module, "BLOCK_BYTES", 64)
     lines = ["KeyError: 'labels'", *["  padding line of no time at all"] * 6, "2026-11-02T10:05:00Z INFO done"]
     events, _ = extract(write_bundle(tmp_path, logs={"node03/train.log": lines}))
     (event,) = events
@@ -238,9 +238,9 @@ def test_invalid_utf8_binary_and_huge_lines_are_read_not_fatal(tmp_path):
 
 @pytest.mark.parametrize("seekable", [True, False])
 def test_a_line_past_the_limit_is_cut_and_flagged_and_the_rest_of_the_stream_is_read(tmp_path, monkeypatch, seekable):
-    import engine.extract as extract_module
+    import engine.blocks as blocks_module
 
-    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(blocks_module, "BLOCK_BYTES", 256)
     line = "Nov  2 10:00:00 node01 k: NVRM: Xid (PCI:0000:01:00): 48, " + "y" * 600 + " NVRM: Xid (PCI:0:2): 79, z"
     after = "Nov  2 10:00:01 node01 k: NVRM: Xid (PCI:0000:01:00): 31, after"
     context = load_bundle(write_bundle(tmp_path, logs={"node01/syslog.log": [line, "x" * 300, after]}))
@@ -262,9 +262,9 @@ def test_a_line_past_the_limit_is_cut_and_flagged_and_the_rest_of_the_stream_is_
 
 
 def test_an_unterminated_last_line_between_a_block_and_the_limit_ends_the_scan(tmp_path, monkeypatch):
-    import engine.extract as extract_module
+    import engine.blocks as blocks_module
 
-    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(blocks_module, "BLOCK_BYTES", 256)
     last = "Nov  2 10:00:01 node01 k: NVRM: Xid (PCI:0000:01:00): 79, " + "A" * 400  # 1.8 blocks, no newline
     path = write_bundle(tmp_path, logs={"node01/syslog.log": ("Nov  2 10:00:00 node01 k: first\n" + last).encode()})
     events, stats = Extractor(parse_ruleset([("t.yaml", RULES)])).extract(
@@ -275,9 +275,9 @@ def test_an_unterminated_last_line_between_a_block_and_the_limit_ends_the_scan(t
 
 
 def test_the_interrupt_hook_stops_the_scan_between_blocks(tmp_path, monkeypatch):
-    import engine.extract as extract_module
+    import engine.blocks as blocks_module
 
-    monkeypatch.setattr(extract_module, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(blocks_module, "BLOCK_BYTES", 64)
     path = write_bundle(
         tmp_path, logs={"node01/syslog.log": [f"Nov  2 10:00:00 node01 k: line {i}" for i in range(50)]}
     )
@@ -337,7 +337,7 @@ def test_a_pattern_reported_once_is_reported_at_its_first_line(tmp_path):
 
 def test_matches_kept_apart_lie_on_the_lines_scan_gives_them(monkeypatch):
     import engine.prefilter as prefilter
-    from engine.extract import _lines_back
+    from engine.blocks import lines_back
 
     patterns = [r"step \d+ loss", r"(?i)link down", r"loss \d"]
     block = b"step 1 loss 2 step 2 loss 3\nlink down\n\nstep 3 loss 1 LINK DOWN\nnothing\nstep 4 loss 0"
@@ -350,7 +350,7 @@ def test_matches_kept_apart_lie_on_the_lines_scan_gives_them(monkeypatch):
         assert every == [(0, 0), (0, 2), (28, 1), (39, 0), (39, 1), (39, 2), (71, 0), (71, 2)]
         hits, kept = scanner.scan_apart(block, len(block), apart)
         assert hits == [(28, 1), (39, 1)]  # the other patterns' lines, as scan gives them
-        assert list(_lines_back(block, kept, len(patterns))) == [(71, [0, 2]), (39, [0, 2]), (0, [0, 2])]
+        assert list(lines_back(block, kept, len(patterns))) == [(71, [0, 2]), (39, [0, 2]), (0, [0, 2])]
 
 
 def test_a_cached_pattern_database_scans_like_a_fresh_one_and_a_corrupt_one_is_rebuilt(tmp_path):

@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine import Engine, load_rules, to_json
-from engine import extract as extract_module
+from engine import Engine, blocks, load_rules, streams, to_json
 from engine.bundle import load_bundle
 from engine.extract import Extractor
 from engine.tests.bundles import DEFAULT_PACK, NODES, diagnose_bundle, write_bundle
@@ -47,15 +46,15 @@ def iterations(count: int) -> list[str]:
 @pytest.mark.parametrize(
     ("block_bytes", "window"),
     [
-        (extract_module.BLOCK_BYTES, extract_module.LATEST_WINDOW),
-        (4096, extract_module.LATEST_WINDOW),
+        (blocks.BLOCK_BYTES, streams.LATEST_WINDOW),
+        (4096, streams.LATEST_WINDOW),
         (4096, 300),
         (1 << 20, 300),
     ],
 )
 def test_the_diagnosis_is_the_one_every_line_gives(tmp_path, monkeypatch, block_bytes, window):
-    monkeypatch.setattr(extract_module, "BLOCK_BYTES", block_bytes)  # 4096: the lines span many blocks
-    monkeypatch.setattr(extract_module, "LATEST_WINDOW", window)  # 300: a block's progress read a few lines at a time
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", block_bytes)  # 4096: the lines span many blocks
+    monkeypatch.setattr(streams, "LATEST_WINDOW", window)  # 300: a block's progress read a few lines at a time
     own = [*iterations(50), *training_log(1, 90, prefix=lambda rank: ""), "INFO data iter 7: loss pending"]
     logs = {
         "train.log": training_log(16, 120),  # ranks on both nodes, no node of its own

@@ -1,11 +1,16 @@
 """The rule explorer: which rules match a line, with captures, and why the others do not."""
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+import yaml
 from django.conf import settings
 
-from engine import load_rules, parse_ruleset
+from engine import Engine, load_rules, parse_ruleset
+from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent
+from engine.nodes import NodeNames
+from engine.normalise import Clock
 from rules.revisions import pack_text
 from workbench.explorer import explore
 from workbench.tests.workbench import THERMAL_LINE, THERMAL_RULE
@@ -141,3 +146,42 @@ def test_the_default_pack_leaves_the_thermal_line_unmatched_and_the_new_rule_mat
     found = explore(with_rule, THERMAL_LINE, around=around)
     assert [(v.rule.id, v.captures) for v in found.matches] == [("site.gpu.thermal", {"gpu": "3"})]
     assert found.parsed.time == datetime(2026, 11, 22, 16, 9, 46, tzinfo=UTC).timestamp()
+
+
+CATALOG = Path(settings.BASE_DIR) / "rules" / "catalog"
+MOMENT, END = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
+CATALOG_STREAMS = {"system": "syslog", "app": "train", "scheduler": "slurmctld", "events": "kubernetes"}
+
+
+def catalog_lines() -> list[tuple[str, str, str]]:
+    """(entry id, stream kind, line) of every message of the catalog (rules/catalog/README.md)."""
+    out = []
+    for path in sorted(CATALOG.glob("*.yaml")):
+        for index, entry in enumerate(yaml.safe_load(path.read_text())["entries"]):
+            out.append((f"{path.name}:{index}", entry["stream"], entry.get("line", entry["message"])))
+    return out
+
+
+@pytest.fixture(scope="module")
+def default_engine_and_pack():
+    pack = load_rules(Path(settings.BASE_DIR) / "rules" / "packs" / "default")
+    return Engine(pack), pack
+
+
+@pytest.mark.parametrize(("entry", "kind", "line"), catalog_lines(), ids=[c[0] for c in catalog_lines()])
+def test_the_explorer_and_the_engine_agree_on_every_catalog_line(default_engine_and_pack, entry, kind, line):
+    """The explorer's matches are exactly the rules whose events the engine extracts from the same line."""
+    engine, pack = default_engine_and_pack
+    stream = CATALOG_STREAMS[kind]
+    nodes = NodeNames(("n1",))
+    if kind == "events":
+        reason, _, message = line.partition(": ")
+        item = SchedulerEvent(time=None, node="n1", source=stream, reason=reason, message=message, ref="e")
+        attempt = Attempt("c", "slurm", "", 0, ("n1",), MOMENT, END, "FAILED")
+        found = engine.extractor.scheduler_events(AttemptContext(attempt=attempt, events=(item,)), nodes)
+    else:
+        log = LogStream.from_bytes(f"logs/n1/{stream}.log", stream, "n1", line.encode())
+        found, stats = engine.extractor.scan_stream(log, Clock("UTC", MOMENT, END), nodes, {})
+        found += [record.event for record in stats.progress.values()]
+    explored = explore(pack, line, stream=stream, kind=kind, around=MOMENT)
+    assert {v.rule.id for v in explored.matches} == {event.rule.id for event in found}
