@@ -65,7 +65,11 @@ class Engine:
         many log streams are scanned at once (the diagnosis is the same whatever their number)."""
         dumps = attempt_dumps(context)
         events, stats = self.extractor.extract(context, dumps, limits=limits, interrupt=interrupt, threads=threads)
-        result = attribute(events, context.attempt, self.ruleset)
+        covered: dict[str, set[str]] = {}
+        for stat in stats:
+            if stat.stream.node is not None and stat.lines and not stat.error:
+                covered.setdefault(stat.stream.kind, set()).add(stat.stream.node)
+        result = attribute(events, context.attempt, self.ruleset, covered)
         return Analysis(build(context, self.ruleset, result, stats, dumps), result.events, dumps)
 
     def diagnose(self, context: AttemptContext, **options) -> dict:

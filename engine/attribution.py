@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.context import Attempt
@@ -33,6 +34,11 @@ class Candidate:
     events: list[Event]  # unexplained cause events of this classification, in time order
     explained: int = 0  # events this candidate's causes explain
     nodes: list[str] = field(default_factory=list)
+
+    @property
+    def nominated(self) -> bool:
+        """Only hedged lines (``hint``) name this cause, none corroborated: it is a candidate, never the root alone."""
+        return all(e.hint for e in self.events)
 
     @property
     def precedence(self) -> int:
@@ -82,15 +88,19 @@ class Attribution:
     events: list[Event]  # every event in scope that survived the conditions, in time order
 
 
-def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attribution:
+def attribute(
+    events: list[Event], attempt: Attempt, ruleset: RuleSet, covered: Mapping[str, set[str]] | None = None
+) -> Attribution:
+    """``covered``: the nodes whose logs of each stream kind were read (for ``local: {alone: true}``)."""
     settings = ruleset.settings
     start, end = attempt.start.timestamp(), attempt.end.timestamp()
-    nodes = set(attempt.nodes)
+    nodes = set(attempt.nodes) | _named_hosts(events)
     low, high = start - settings.scope_margin, end + settings.scope_margin
     for event in events:
         _bound(event, start, end)
     scoped = sorted((e for e in events if _in_scope(e, nodes, low, high)), key=Event.sort_key)
     scoped = _apply_conditions(scoped)
+    _corroborate(scoped)
 
     by_rule: dict[str, list[Event]] = defaultdict(list)
     for event in scoped:
@@ -129,7 +139,7 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
             continue
         candidate = Candidate(domain, subdomain, alive)
         candidate.explained = sum(len(explains.get(e, ())) for e in members)
-        candidate.nodes = _root_nodes(alive, attempt)
+        candidate.nodes = _root_nodes(alive, attempt, covered or {}, by_rule)
         candidates.append(candidate)
     candidates = _drop_late(candidates, settings.late_window)
     candidates.sort(key=Candidate.rank_key)
@@ -144,11 +154,16 @@ def attribute(events: list[Event], attempt: Attempt, ruleset: RuleSet) -> Attrib
         and c.nodes != top.nodes  # on the same nodes it is one fault seen twice: rank it
     ]
     chosen = [top, *tied] if tied else [top, *_alternatives(top)]
-    tied = chosen[1:]
+    if top.nominated:  # a guess: beside it stands the best established cause, if any
+        established = next((c for c in candidates if not c.nominated), None)
+        if established is not None and established not in chosen:
+            chosen.append(established)
     for candidate in chosen:
         for event in candidate.events:
-            event.role = "root_cause" if not tied else "candidate"
-    return Attribution("ambiguous" if tied else "attributed", chosen, scoped)
+            event.role = "candidate" if len(chosen) > 1 or top.nominated else "root_cause"
+    if len(chosen) > 1:
+        return Attribution("ambiguous", chosen, scoped)
+    return Attribution("unattributed" if top.nominated else "attributed", chosen, scoped)
 
 
 def _alternatives(top: Candidate) -> list[Candidate]:
@@ -167,6 +182,22 @@ def _bound(event: Event, start: float, end: float) -> None:
         event.low = min(start, event.high) if event.high is not None else start
     if event.high is None:
         event.high = max(end, event.low)
+
+
+def _named_hosts(events: list[Event]) -> set[str]:
+    """Hosts the job's own words name as where it ran (``node_from``): a line of its own output, one of its events,
+    or a scheduler line about its own job (a ``same_job`` filter held). The scheduler's text knows where the job
+    ran even when the attempt's node list lacks the host (an elastic job, a requeue, a list written by hand)."""
+    named = set()
+    for event in events:
+        rule = event.rule
+        if not rule.node_from or event.node is None or rule.node_from not in event.captures:
+            continue
+        if event.kind in ("app", "events") or any(
+            f.op == "same_job" and f.name in event.captures for f in rule.filters
+        ):
+            named.add(event.node)
+    return named
 
 
 def _in_scope(event: Event, nodes: set[str], low: float, high: float) -> bool:
@@ -247,15 +278,26 @@ def _selected(selector: Selector, by_rule: dict[str, list[Event]]):
             yield from members
 
 
+def _corroborate(events: list[Event]) -> None:
+    """A hint becomes a cause when an event its rule's ``corroboration`` names lies near it."""
+    by_rule: dict[str, list[Event]] = defaultdict(list)
+    for event in events:
+        by_rule[event.rule.id].append(event)
+    for event in events:
+        if event.hint and any(_any_near(event, s, events, by_rule) for s in event.rule.corroboration):
+            event.hint = False
+
+
 def _explanations(causes: list[Event], by_rule, ruleset: RuleSet) -> dict[Event, list[tuple[Event, str]]]:
-    """For each cause, the events it explains and how (cascade or teardown)."""
+    """For each cause, the events it explains and how (cascade or teardown). A hint not corroborated explains
+    symptoms only: a guess never hides a cause the log states."""
     out: dict[Event, list[tuple[Event, str]]] = {}
     for cause in causes:
         found = []
         relations = [(s, "cascade") for s in cause.rule.explains] + [(s, "teardown") for s in cause.rule.suppresses]
         for selector, mode in relations:
             for other in _selected(selector, by_rule):
-                if other is cause:
+                if other is cause or cause.hint and other.rule.role == "cause":
                     continue
                 if selector.scope == "node" and (other.node is None or other.node != cause.node):
                     continue
@@ -286,21 +328,50 @@ def _loses_to(target: Event, explainer: Event, explains, group_rank) -> bool:
     )  # fmt: skip
 
 
-def _root_nodes(events: list[Event], attempt: Attempt) -> list[str]:
+def _root_nodes(events: list[Event], attempt: Attempt, covered: Mapping[str, set[str]], by_rule) -> list[str]:
     """The cause's nodes: those of its most telling events (highest precedence that names a node).
 
-    A job-level rule, or the same cause on every node, belongs to the whole job: no nodes.
+    The rule's scope decides whether the cause is a node's at all (docs/rules.md, "Scope"): a ``job`` rule's cause
+    belongs to the whole job (no nodes); an ``auto`` rule's belongs to its node only where ``local`` holds. The
+    same cause on every node belongs to the job too.
     """
     if any(e.rule.nodes == "job" for e in events):
         return []
+    spread = {e.rule.id: {x.node for x in events if x.rule is e.rule} for e in events if e.rule.nodes == "auto"}
+    named = [
+        e for e in events if e.rule.nodes == "node" or e.rule.nodes == "auto" and _local(e, spread, covered, by_rule)
+    ]
+    if not named:
+        return []
     nodes: list[str] = []
-    for precedence in sorted({e.rule.precedence for e in events}, reverse=True):
-        nodes = sorted({e.node for e in events if e.node is not None and e.rule.precedence == precedence})
+    for precedence in sorted({e.rule.precedence for e in named}, reverse=True):
+        nodes = sorted({e.node for e in named if e.node is not None and e.rule.precedence == precedence})
         if nodes:
             break
     if len(attempt.nodes) > 1 and set(nodes) >= set(attempt.nodes):
         return []
     return nodes
+
+
+def _local(event: Event, spread: dict[str, set], covered: Mapping[str, set[str]], by_rule) -> bool:
+    """Is the evidence of an ``auto`` rule's event node-local: a capture it has passes its filter in ``local.where``
+    (a path on a node-local disk), or (``alone``) its
+    node alone reported it while another node's logs of the same kind were read?"""
+    local = event.rule.local
+    if any(f.name in event.captures and f.accepts(event.captures) for f in local.where):
+        return True
+    for selector in local.context:  # the latest such line of its node (or of the job's own output) near it
+        near = [
+            other
+            for other in _selected(selector, by_rule)
+            if other.node in (event.node, None) and selector.in_window(event.low, event.high, other.low, other.high)
+        ]
+        if near and any(f.name in near[-1].captures and f.accepts(near[-1].captures) for f in local.where):
+            near[-1].role = near[-1].role or "context"  # shown in the evidence: it made the cause the node's
+            return True
+    if local.alone and event.node is not None and spread[event.rule.id] == {event.node}:
+        return bool(covered.get(event.kind, set()) - {event.node})
+    return False
 
 
 def _drop_late(candidates: list[Candidate], late_window: float) -> list[Candidate]:

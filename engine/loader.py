@@ -27,6 +27,7 @@ from engine.ruleset import (
     Filter,
     FlightRecorderCondition,
     LabelMatcher,
+    Locality,
     MetricCondition,
     Rule,
     RuleSet,
@@ -51,6 +52,7 @@ RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
     "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall", "alternatives", "flight_recorder",
+    "hint", "corroboration", "local",
 }  # fmt: skip
 MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder")
 FINDINGS = tuple(str(kind) for kind in FindingKind)
@@ -236,12 +238,14 @@ class _Builder:
         role = self.choice(file, get("role"), "role", ROLES, rid, required=True, default_line=node.line)
         kinds, names = self.streams(file, get("streams"), get("files"), rid)
         patterns, compiled = self.patterns(file, get("pattern"), rid)
+        hints, hints_compiled = self.patterns(file, get("hint"), rid, "hint")
+        corroboration = self.selectors(file, get("corroboration"), "corroboration", rid)
         metric = self.metric(file, get("metric"), rid)
         attempt = self.attempt(file, get("attempt"), rid)
         silence = self.silence(file, get("silence"), rid)
         stall = self.stall(file, get("stall"), rid)
         flight_recorder = self.flight_recorder(file, get("flight_recorder"), rid)
-        matchers = [name for name in MATCHERS if get(name) is not None]
+        matchers = [name for name in MATCHERS if get(name) is not None or name == "pattern" and get("hint") is not None]
         if len(matchers) != 1:
             err("pattern", f"a rule needs exactly one of {', '.join(MATCHERS)}" if not matchers else
                 f"a rule has one matcher, not {' and '.join(matchers)}")  # fmt: skip
@@ -255,6 +259,11 @@ class _Builder:
             kinds = frozenset({"traces"})
         elif patterns and not kinds:
             err("streams", "say where the pattern looks: system, app, scheduler or events")
+        if hints and role != "cause":
+            err("hint", "only causes have hints: a hedged line nominates a cause")
+        if corroboration and not hints:
+            err("corroboration", "only a rule with hint patterns needs corroboration")
+        patterns, compiled = patterns + hints, compiled + hints_compiled
         filters = self.filters(file, get("where"), compiled, metric, rid, flight_recorder is not None)
 
         symptom_kind = None
@@ -262,8 +271,8 @@ class _Builder:
             symptom_kind = self.choice(file, get("kind"), "kind", SYMPTOM_KINDS, rid) or "cascade"
         elif get("kind") is not None:
             err("kind", "only symptoms have a kind (cascade or teardown)")
-        if role == "progress" and not patterns:
-            err("role", "a progress rule matches lines: it needs a pattern")
+        if role in ("progress", "note") and not patterns:
+            err("role", f"a {role} rule matches lines: it needs a pattern")
         domain, subdomain = self.classification(file, items, role, rid)
         alternatives = self.alternatives(file, get("alternatives"), rid)
         if alternatives and role != "cause":
@@ -275,7 +284,14 @@ class _Builder:
                 err("precedence", "must be an integer from 0 to 100")
             else:
                 precedence = value
-        nodes = self.choice(file, get("nodes"), "nodes", NODE_MODES, rid) or "event"
+        nodes = self.choice(file, get("nodes"), "nodes", NODE_MODES, rid) or "node"
+        nodes = "node" if nodes == "event" else nodes
+        local = self.locality(file, get("local"), compiled, rid)
+        if (nodes == "auto") != (local is not None):
+            err("local" if local is not None else "nodes", "nodes: auto and local go together: local says when the "
+                "cause is its node's rather than the job's")  # fmt: skip
+        if nodes != "node" and role != "cause" and get("nodes") is not None:
+            err("nodes", "only a cause has a scope (node, job or auto)")
         node_from = self.text(file, get("node_from"), "node_from", rid)
         if node_from and compiled and not any(node_from in c.groupindex for c in compiled):
             err("node_from", f"no pattern has a named capture {node_from!r}")
@@ -305,6 +321,8 @@ class _Builder:
                 names=names,
                 patterns=patterns,
                 compiled=compiled,
+                hints=len(hints),
+                corroboration=corroboration,
                 filters=filters,
                 metric=metric,
                 attempt=attempt,
@@ -319,6 +337,7 @@ class _Builder:
                 precedence=precedence,
                 summary=summary,
                 nodes=nodes,
+                local=local,
                 node_from=node_from,
                 tags=frozenset(tags),
                 explains=explains,
@@ -368,75 +387,105 @@ class _Builder:
             self.error(file, node.line, "streams", f"{kind!r} is not a stream kind ({', '.join(LOG_KINDS)})", rule)
         return frozenset(kinds & set(LOG_KINDS)), tuple(self.strings(file, names_node, "files", rule))
 
-    def patterns(self, file, node, rule) -> tuple[tuple[str, ...], tuple[object, ...]]:
+    def patterns(self, file, node, rule, field="pattern") -> tuple[tuple[str, ...], tuple[object, ...]]:
         if node is None:
             return (), ()
         items = node.value if isinstance(node.value, list) else [node]
         texts, compiled = [], []
         for item in items:
             if not isinstance(item.value, str) or not item.value:
-                self.error(file, item.line, "pattern", "must be a string or a list of strings", rule)
+                self.error(file, item.line, field, "must be a string or a list of strings", rule)
                 continue
             if len(item.value) > MAX_PATTERN_LENGTH:
-                self.error(file, item.line, "pattern", f"longer than {MAX_PATTERN_LENGTH} characters", rule)
+                self.error(file, item.line, field, f"longer than {MAX_PATTERN_LENGTH} characters", rule)
                 continue
             try:
                 regex = re2.compile(item.value, self._pattern_options)
             except re2.error as exc:
                 reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-                self.error(file, item.line, "pattern", f"not a valid RE2 pattern: {reason}", rule)
+                self.error(file, item.line, field, f"not a valid RE2 pattern: {reason}", rule)
                 continue
             if regex.search("") is not None:
-                self.error(file, item.line, "pattern", "matches an empty line, so it would match every line", rule)
+                self.error(file, item.line, field, "matches an empty line, so it would match every line", rule)
                 continue
             texts.append(item.value)
             compiled.append(regex)
         return tuple(texts), tuple(compiled)
 
-    def filters(self, file, node, compiled, metric, rule, flight_recorder=False) -> tuple[Filter, ...]:
+    def filters(
+        self, file, node, compiled, metric, rule, flight_recorder=False, field="where", any_capture=False
+    ) -> tuple[Filter, ...]:
         if node is None:
             return ()
         if not isinstance(node.value, dict):
-            self.error(file, node.line, "where", "must map capture names to conditions", rule)
+            self.error(file, node.line, field, "must map capture names to conditions", rule)
             return ()
         captures = set()
         for regex in compiled:
             captures |= set(regex.groupindex)
         out = []
         for name, (line, cond) in node.value.items():
-            if compiled and name not in captures:
-                self.error(file, line, f"where.{name}", "the pattern has no named capture of this name", rule)
+            if compiled and name not in captures and not any_capture:
+                self.error(file, line, f"{field}.{name}", "the pattern has no named capture of this name", rule)
                 continue
             if flight_recorder and name not in FLIGHT_RECORDER_CAPTURES:
                 known = ", ".join(sorted(FLIGHT_RECORDER_CAPTURES))
-                self.error(file, line, f"where.{name}", f"a flight_recorder finding has no such capture ({known})",
+                self.error(file, line, f"{field}.{name}", f"a flight_recorder finding has no such capture ({known})",
                            rule)  # fmt: skip
                 continue
-            if metric is None and not compiled and not flight_recorder:
+            if metric is None and not compiled and not flight_recorder and not any_capture:
                 continue
             if not isinstance(cond.value, dict) or len(cond.value) != 1:
                 self.error(
-                    file, line, f"where.{name}", f"one condition, e.g. {{in: [48, 63]}} ({', '.join(FILTER_OPS)})", rule
+                    file,
+                    line,
+                    f"{field}.{name}",
+                    f"one condition, e.g. {{in: [48, 63]}} ({', '.join(FILTER_OPS)})",
+                    rule,
                 )
                 continue
             op, (op_line, arg) = next(iter(cond.value.items()))
             value = _plain(arg)
             if op not in FILTER_OPS:
-                self.error(file, op_line, f"where.{name}", f"{op!r} is not one of {', '.join(FILTER_OPS)}", rule)
+                self.error(file, op_line, f"{field}.{name}", f"{op!r} is not one of {', '.join(FILTER_OPS)}", rule)
             elif op in ("in", "not_in") and not (isinstance(value, list) and value):
-                self.error(file, op_line, f"where.{name}", f"{op} needs a non-empty list", rule)
+                self.error(file, op_line, f"{field}.{name}", f"{op} needs a non-empty list", rule)
             elif op in ("gt", "gte", "lt", "lte") and not isinstance(value, int | float):
-                self.error(file, op_line, f"where.{name}", f"{op} needs a number", rule)
+                self.error(file, op_line, f"{field}.{name}", f"{op} needs a number", rule)
             elif op == "same_job" and not isinstance(value, bool):
-                self.error(file, op_line, f"where.{name}", "same_job needs true or false", rule)
+                self.error(file, op_line, f"{field}.{name}", "same_job needs true or false", rule)
             elif op in ("matches", "not_matches"):
                 try:
                     out.append(Filter(name, op, re2.compile(str(value), self._pattern_options)))
                 except re2.error:
-                    self.error(file, op_line, f"where.{name}", "not a valid RE2 pattern", rule)
+                    self.error(file, op_line, f"{field}.{name}", "not a valid RE2 pattern", rule)
             else:
                 out.append(Filter(name, op, value))
         return tuple(out)
+
+    def locality(self, file, node, compiled, rule) -> Locality | None:
+        """``local: {where: {capture: condition}, context: [selectors], alone: true}``."""
+        if node is None:
+            return None
+        if not isinstance(node.value, dict) or not node.value:
+            self.error(file, node.line, "local", "must be a mapping of where and/or alone", rule)
+            return None
+        for key, (line, _) in node.value.items():
+            if key not in ("where", "alone", "context"):
+                self.error(file, line, f"local.{key}", "unknown field (where, context, alone)", rule)
+        where = node.value.get("where")
+        context = node.value.get("context")
+        selectors = self.selectors(file, context[1], "local.context", rule) if context else ()
+        filters = ()
+        if where:  # with context, a context event's captures are read too: any capture name
+            filters = self.filters(
+                file, where[1], compiled, None, rule, field="local.where", any_capture=bool(selectors)
+            )
+        alone = node.value.get("alone", (node.line, _Node(False, node.line)))[1]
+        if not isinstance(alone.value, bool):
+            self.error(file, alone.line, "local.alone", "must be true or false", rule)
+            return None
+        return Locality(filters, alone.value, selectors)
 
     def metric(self, file, node, rule) -> MetricCondition | None:
         if node is None:
@@ -677,7 +726,7 @@ class _Builder:
                 seen[rule.id] = rule
         all_tags = set().union(*(rule.tags for rule in self.rules)) if self.rules else set()
         for rule in self.rules:
-            for field_name in ("explains", "suppresses", "solo", "not_solo", "stall"):
+            for field_name in ("explains", "suppresses", "solo", "not_solo", "stall", "corroboration"):
                 value = getattr(rule, field_name)
                 if field_name == "stall":
                     value = (value.progress,) if value else ()

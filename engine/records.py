@@ -69,15 +69,17 @@ def metric_events(rules: list[Rule], context: AttemptContext, nodes: NodeNames, 
 
 
 def attempt_events(rules: list[Rule], context: AttemptContext) -> list[Event]:
-    """One job-level event at the attempt's end for each rule whose condition the scheduler's record meets."""
+    """One event at the attempt's end for each rule whose condition the scheduler's record meets: the job's, or for
+    a rule of a node's cause (a node failure, an out-of-memory kill) on a one-node attempt, that node's."""
     attempt = context.attempt
     text = f"state={attempt.state} exit_code={attempt.exit_code or '-'} reason={attempt.reason or '-'}"
     end = attempt.end.timestamp()
     captures = {"state": attempt.state, "exit_code": attempt.exit_code, "reason": attempt.reason}
+    only = attempt.nodes[0] if len(attempt.nodes) == 1 else None  # a one-node attempt's verdict names its node
     return [
         Event(
             rule=rule,
-            node=None,
+            node=only if rule.nodes != "job" else None,
             time=end,
             exact=True,
             source="attempt",

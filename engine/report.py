@@ -47,8 +47,9 @@ def build(
         top = result.candidates[0]
         domain, subdomain = top.domain, top.subdomain
         root_cause = _cause(top)
-    elif outcome == "ambiguous":
-        candidates = [{**_cause(c), "domain": c.domain, "subdomain": c.subdomain} for c in result.candidates]
+    else:
+        candidates = [_candidate(c) for c in result.candidates]
+    if outcome == "ambiguous":
         domains = {c.domain for c in result.candidates}
         domain = domains.pop() if len(domains) == 1 else "ambiguous"
         subdomain = "ambiguous"
@@ -79,6 +80,15 @@ def _cause(candidate: Candidate) -> dict:
         "summary": lead.summary(),
         "action": lead.rule.action,
     }
+
+
+def _candidate(candidate: Candidate) -> dict:
+    """A candidate of an ambiguous diagnosis, or one an unattributed diagnosis names without establishing it;
+    ``nominated`` when only hedged lines (hints) name it."""
+    item = {**_cause(candidate), "domain": candidate.domain, "subdomain": candidate.subdomain}
+    if candidate.nominated:
+        item["nominated"] = True
+    return item
 
 
 def _time(time: float | None, exact: bool, bounds: tuple[float, float], field: str = "time") -> dict:
@@ -222,12 +232,16 @@ def to_text(diagnosis: dict) -> str:
             lines.append(f"  Action      {root['action']}")
     for candidate in diagnosis["candidates"]:
         nodes = ", ".join(candidate["nodes"]) or "the whole job"
+        label = "Suggested" if candidate.get("nominated") else "Candidate"
         lines.append(
-            f"  Candidate   {candidate['domain']}/{candidate['subdomain']} on {nodes} at {_shown(candidate)}: "
+            f"  {label:<11} {candidate['domain']}/{candidate['subdomain']} on {nodes} at {_shown(candidate)}: "
             f"{candidate['summary']}  [{candidate['rule']}]"
         )
     if diagnosis["outcome"] == "unattributed":
-        lines.append("  No cause with enough evidence; the symptoms and sources below are all that is known.")
+        if diagnosis["candidates"]:
+            lines.append("  Not established: only hedged lines suggest the cause above, and nothing corroborates them.")
+        else:
+            lines.append("  No cause with enough evidence; the symptoms and sources below are all that is known.")
     if diagnosis["affected_nodes"]:
         lines.append(f"  Affected    {', '.join(diagnosis['affected_nodes'])}")
     if diagnosis["symptoms"]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-ROLES = ("cause", "symptom", "context", "progress")
+ROLES = ("cause", "symptom", "context", "progress", "note")
 SYMPTOM_KINDS = ("cascade", "teardown")
 SCOPES = ("node", "any")
-NODE_MODES = ("event", "job")
+NODE_MODES = ("node", "job", "auto", "event")  # "event": the first spelling of "node"
 
 
 @dataclass(frozen=True)
@@ -201,6 +201,19 @@ class CountThreshold:
     nodes: int = 1
 
 
+@dataclass(frozen=True)
+class Locality:
+    """When a cause of ``nodes: auto`` is its node's rather than the job's: one of its events has a capture that
+    passes its filter in ``where`` (a path on a node-local disk), as does one of an event ``context`` selects near it
+    (the line where the job announced the save that failed), or (``alone``) one node alone reported
+    it while other nodes' logs of the same kind were read and show nothing of it (one node's mount, not the
+    shared file system)."""
+
+    where: tuple[Filter, ...] = ()
+    alone: bool = False
+    context: tuple[Selector, ...] = ()  # events near it whose captures ``where`` also reads (the path a save announced)
+
+
 @dataclass(frozen=True, eq=False)
 class Rule:
     id: str
@@ -214,6 +227,7 @@ class Rule:
     patterns: tuple[str, ...] = ()  # the firm patterns, then the ``hint`` patterns
     compiled: tuple[object, ...] = ()
     hints: int = 0  # how many of the last patterns are hints (hedged wordings): they nominate, never attribute
+    corroboration: tuple[Selector, ...] = ()  # events any one of which near a hint makes it a cause
     filters: tuple[Filter, ...] = ()
     metric: MetricCondition | None = None
     attempt: AttemptCondition | None = None
@@ -227,7 +241,8 @@ class Rule:
     action: str | None = None
     precedence: int = 50
     summary: str = ""
-    nodes: str = "event"  # event | job
+    nodes: str = "node"  # the cause's scope: node | job | auto (the node's when ``local`` holds, else the job's)
+    local: Locality | None = None  # with nodes: auto, what makes the evidence node-local
     node_from: str | None = None
     tags: frozenset[str] = frozenset()
     explains: tuple[Selector, ...] = ()
