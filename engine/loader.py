@@ -583,18 +583,21 @@ class _Builder:
             self.error(file, node.line, "stall", "must be a mapping with progress and min_gap (and cadence)", rule)
             return None
         for key, (line, _) in node.value.items():
-            if key not in ("progress", "min_gap", "cadence"):
-                self.error(file, line, f"stall.{key}", "unknown field (progress, min_gap, cadence)", rule)
+            if key not in ("progress", "min_gap", "cadence", "final"):
+                self.error(file, line, f"stall.{key}", "unknown field (progress, min_gap, cadence, final)", rule)
         progress = self.selector(file, node.value["progress"][1], "stall.progress", rule)
+        final = self.selector(file, node.value["final"][1], "stall.final", rule) if "final" in node.value else None
         gap = self.duration(file, node.value["min_gap"][1], "stall.min_gap", rule)
         cadence = 3.0
         if "cadence" in node.value:
             line, value = node.value["cadence"]
-            if not isinstance(value.value, int | float) or isinstance(value.value, bool) or value.value < 1:
-                self.error(file, line, "stall.cadence", "must be a number of at least 1", rule)
+            if not isinstance(value.value, int | float) or isinstance(value.value, bool) or value.value < 0:
+                self.error(file, line, "stall.cadence", "must be a number, 0 or more", rule)
                 return None
             cadence = float(value.value)
-        return None if progress is None or gap is None else StallCondition(progress, gap, cadence)
+        if progress is None or gap is None or "final" in node.value and final is None:
+            return None
+        return StallCondition(progress, gap, cadence, final)
 
     def flight_recorder(self, file, node, rule) -> FlightRecorderCondition | None:
         if node is None:
@@ -729,7 +732,7 @@ class _Builder:
             for field_name in ("explains", "suppresses", "solo", "not_solo", "stall", "corroboration"):
                 value = getattr(rule, field_name)
                 if field_name == "stall":
-                    value = (value.progress,) if value else ()
+                    value = (value.progress, *((value.final,) if value and value.final else ())) if value else ()
                 selectors = value
                 line = rule.fields.get(field_name, rule.line)
                 for selector in selectors:

@@ -175,12 +175,14 @@ class SilenceCondition:
 
 @dataclass(frozen=True)
 class StallCondition:
-    """The job's progress stopped: the last line of the ``progress`` rules lies ``min_gap`` (and ``cadence``
-    times the usual interval between progress lines) or more before the attempt's end."""
+    """The job's progress stopped: the last line of the ``progress`` rules lies ``min_gap`` (the floor) and ``cadence``
+    times the job's own pace (the usual interval between its progress lines) or more before the attempt's end; with
+    ``final``, that last line is one ``final`` selects (the job said it was done, then never ended)."""
 
     progress: Selector
     min_gap: float
     cadence: float = 3.0
+    final: Selector | None = None  # the last progress line must be one of these (a completion line: a teardown hang)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,9 @@ def silence_events(rules: list[Rule], context: AttemptContext, stats: list[Strea
 
 
 def stall_events(rules: list[Rule], context: AttemptContext, stats: list[StreamStats]) -> list[Event]:
-    """The job's progress stopped long before its end: one event at its last progress line."""
+    """The job's progress stopped long before its end, measured against its own pace: one event at its last
+    progress line (captures ``minutes``, the silence, ``pace``, the usual seconds between progress lines, and
+    ``last``, the line)."""
     end = context.attempt.end.timestamp()
     out = []
     for rule in rules:
@@ -54,13 +56,15 @@ def stall_events(rules: list[Rule], context: AttemptContext, stats: list[StreamS
         gap = end - stopped
         if gap < max(condition.min_gap, condition.cadence * last.interval()):
             continue
+        if condition.final is not None and not condition.final.selects(last.event.rule):
+            continue
         source = last.event
         nodes = {r.event.node for r in records}
         out.append(
             Event(
                 rule=rule, node=source.node if len(nodes) == 1 else None, time=source.time, exact=source.exact,
                 source=source.source, kind="app", ref=source.ref, text=source.text,
-                captures={"minutes": f"{gap / 60:.0f}", "last": source.text[:200]},
+                captures={"minutes": f"{gap / 60:.0f}", "pace": f"{last.interval():g}", "last": source.text[:200]},
                 last=source.time, low=source.low, high=source.high,
             )
         )  # fmt: skip

@@ -74,7 +74,8 @@ def test_a_job_that_hung_after_it_printed_its_completion(tmp_path):
         "[2026-11-02 09:30:05,000] INFO trainer: destroying the process group",
     ]
     result = diagnose(tmp_path, lines, state="CANCELLED", exit_code="0:15", reason="cancelled by alice")
-    assert (result["subdomain"], result["root_cause"]["rule"]) == ("framework", "hang.stalled")
+    assert (result["subdomain"], result["root_cause"]["rule"]) == ("framework", "hang.teardown")
+    assert result["root_cause"]["summary"].startswith("The job finished training and then hung in teardown: 150 min")
     assert result["root_cause"]["time_approx"] is True
     assert result["root_cause"]["time_bounds"] == ["2026-11-02T09:30:00Z", "2026-11-02T09:30:05Z"]
 
@@ -89,3 +90,39 @@ def test_a_scripts_own_step_lines_count_as_progress(tmp_path):
     lines = [f"2026-11-02 09:{m:02d}:00,000 - INFO - __main__ - step {m * 10} | loss 2.1 | lr 3e-4" for m in range(40)]
     result = diagnose(tmp_path, [*lines, WATCHDOG, CANCELLED])
     assert (result["subdomain"], result["root_cause"]["rule"]) == ("nccl", "hang.collective")
+
+
+def step(second: int, number: int) -> str:
+    """A training script's own step line, ``second`` seconds after 09:00."""
+    return f"[2026-11-02 09:{second // 60:02d}:{second % 60:02d},000] INFO step {number} | loss 2.31"
+
+
+def test_the_silence_is_measured_against_the_jobs_own_pace(tmp_path):
+    """Steps every two seconds, then seven minutes of silence before the cancellation: a hang for this job."""
+    lines = [step(2 * i, i) for i in range(120)]
+    result = diagnose(tmp_path, lines, state="CANCELLED", end="2026-11-02T09:11:00Z", reason="cancelled by bob")
+    assert (result["subdomain"], result["root_cause"]["rule"]) == ("framework", "hang.stalled")
+
+
+def test_a_silence_shorter_than_five_of_the_jobs_intervals_is_not_a_hang(tmp_path):
+    """Steps every two minutes: nine minutes without one is under five intervals, so the time limit stands."""
+    lines = [step(120 * i, i) for i in range(25)]
+    result = diagnose(tmp_path, [*lines, CANCELLED], end="2026-11-02T09:57:00Z")
+    assert result["subdomain"] == "time_limit"
+
+
+def test_a_teardown_hang_with_a_watchdog_timeout_in_the_final_barrier_is_still_the_teardowns(tmp_path):
+    lines = [
+        "[2026-11-02 09:00:00,000] INFO trainer: starting",
+        "[2026-11-02 09:30:00,000] INFO Training completed",
+        WATCHDOG,
+    ]
+    result = diagnose(tmp_path, [*lines, CANCELLED])
+    assert result["root_cause"]["rule"] == "hang.teardown"
+    assert "nccl.watchdog_timeout" in {s["rule"] for s in result["symptoms"]}
+
+
+def test_a_completion_line_followed_by_more_steps_is_no_teardown_hang(tmp_path):
+    lines = ["[2026-11-02 09:00:00,000] INFO Training completed", *(step(600 + 2 * i, i) for i in range(10))]
+    result = diagnose(tmp_path, [*lines, CANCELLED])
+    assert result["root_cause"]["rule"] == "hang.stalled"
