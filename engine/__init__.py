@@ -70,7 +70,8 @@ class Engine:
             if stat.stream.node is not None and stat.lines and not stat.error:
                 covered.setdefault(stat.stream.kind, set()).add(stat.stream.node)
         result = attribute(events, context.attempt, self.ruleset, covered)
-        return Analysis(build(context, self.ruleset, result, stats, dumps), result.events, dumps)
+        shown = [e for e in result.events if e.rule.role != "note" or e.role]  # notes are read, not shown
+        return Analysis(build(context, self.ruleset, result, stats, dumps), shown, dumps)
 
     def diagnose(self, context: AttemptContext, **options) -> dict:
         return self.analyse(context, **options).diagnosis

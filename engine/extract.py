@@ -2,7 +2,8 @@
 
 The log streams (``engine.streams``, each line checked by ``engine.matching``), then what is read from when
 they stop (``engine.stalls``), then the inputs that are not logs (``engine.records``): scheduler events, metrics,
-the scheduler's record of the attempt and the findings of its Flight Recorder dumps.
+the scheduler's record of the attempt and the findings of its Flight Recorder dumps; last, where the peers the
+symptoms name converge (``engine.origins``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from engine import records, stalls
+from engine import origins, records, stalls
 from engine.context import AttemptContext, LogStream
 from engine.events import Event
 from engine.flight_recorder.attempt import AttemptDumps
@@ -39,6 +40,7 @@ class Extractor:
         self.silence_rules = [r for r in ruleset.rules if r.silence]
         self.stall_rules = [r for r in ruleset.rules if r.stall]
         self.flight_recorder_rules = [r for r in ruleset.rules if r.flight_recorder]
+        self.converge_rules = [r for r in ruleset.rules if r.converge]
 
     def extract(
         self,
@@ -79,6 +81,7 @@ class Extractor:
         events.extend(records.metric_events(self.metric_rules, context, nodes, self.ruleset.settings.scope_margin))
         events.extend(records.attempt_events(self.attempt_rules, context))
         events.extend(records.flight_recorder_events(self.flight_recorder_rules, dumps, nodes))
+        events.extend(origins.convergence_events(self.converge_rules, events, attempt, nodes))
         return events, stats
 
     def scan_stream(

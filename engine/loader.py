@@ -23,6 +23,7 @@ from engine.ruleset import (
     SCOPES,
     SYMPTOM_KINDS,
     AttemptCondition,
+    ConvergeCondition,
     CountThreshold,
     Filter,
     FlightRecorderCondition,
@@ -52,9 +53,9 @@ RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
     "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall", "alternatives", "flight_recorder",
-    "hint", "corroboration", "local",
+    "hint", "corroboration", "local", "converge", "points_at",
 }  # fmt: skip
-MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder")
+MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder", "converge")
 FINDINGS = tuple(str(kind) for kind in FindingKind)
 SELECTOR_FIELDS = {"rules", "tags", "within", "before", "scope"}
 SETTINGS_FIELDS = {f.name for f in fields(Settings)}
@@ -245,13 +246,14 @@ class _Builder:
         silence = self.silence(file, get("silence"), rid)
         stall = self.stall(file, get("stall"), rid)
         flight_recorder = self.flight_recorder(file, get("flight_recorder"), rid)
+        converge = self.converge(file, get("converge"), rid)
         matchers = [name for name in MATCHERS if get(name) is not None or name == "pattern" and get("hint") is not None]
         if len(matchers) != 1:
             err("pattern", f"a rule needs exactly one of {', '.join(MATCHERS)}" if not matchers else
                 f"a rule has one matcher, not {' and '.join(matchers)}")  # fmt: skip
         if metric:
             kinds = frozenset({"metrics"})
-        elif attempt or stall:
+        elif attempt or stall or converge:
             kinds = frozenset({"scheduler"} if attempt else {"app"})
         elif silence:
             kinds = silence.kinds
@@ -293,6 +295,11 @@ class _Builder:
         if nodes != "node" and role != "cause" and get("nodes") is not None:
             err("nodes", "only a cause has a scope (node, job or auto)")
         node_from = self.text(file, get("node_from"), "node_from", rid)
+        points_at = self.text(file, get("points_at"), "points_at", rid)
+        if points_at and not any(points_at in c.groupindex for c in compiled):
+            err("points_at", f"no pattern has a named capture {points_at!r}")
+        if converge and role != "cause":
+            err("converge", "a convergence nominates a cause: role: cause")
         if node_from and compiled and not any(node_from in c.groupindex for c in compiled):
             err("node_from", f"no pattern has a named capture {node_from!r}")
         rule_sources = self.strings(file, get("source"), "source", rid)
@@ -329,6 +336,8 @@ class _Builder:
                 silence=silence,
                 stall=stall,
                 flight_recorder=flight_recorder,
+                converge=converge,
+                points_at=points_at,
                 symptom_kind=symptom_kind,
                 domain=domain,
                 subdomain=subdomain,
@@ -618,6 +627,26 @@ class _Builder:
             return None
         return FlightRecorderCondition(frozenset(findings))
 
+    def converge(self, file, node, rule) -> ConvergeCondition | None:
+        """``converge: {pointers: {tags: [...]}, reporters: 2}``."""
+        if node is None:
+            return None
+        if not isinstance(node.value, dict) or "pointers" not in node.value:
+            self.error(file, node.line, "converge", "must be a mapping with pointers (and reporters)", rule)
+            return None
+        for key, (line, _) in node.value.items():
+            if key not in ("pointers", "reporters"):
+                self.error(file, line, f"converge.{key}", "unknown field (pointers, reporters)", rule)
+        pointers = self.selector(file, node.value["pointers"][1], "converge.pointers", rule)
+        reporters = 2
+        if "reporters" in node.value:
+            line, value = node.value["reporters"]
+            if not isinstance(value.value, int) or isinstance(value.value, bool) or value.value < 1:
+                self.error(file, line, "converge.reporters", "must be a positive integer", rule)
+                return None
+            reporters = value.value
+        return None if pointers is None else ConvergeCondition(pointers, reporters)
+
     def classification(self, file, items, role, rule) -> tuple[str | None, str | None]:
         domain_node = items.get("domain", (None, None))[1]
         subdomain_node = items.get("subdomain", (None, None))[1]
@@ -729,10 +758,12 @@ class _Builder:
                 seen[rule.id] = rule
         all_tags = set().union(*(rule.tags for rule in self.rules)) if self.rules else set()
         for rule in self.rules:
-            for field_name in ("explains", "suppresses", "solo", "not_solo", "stall", "corroboration"):
+            for field_name in ("explains", "suppresses", "solo", "not_solo", "stall", "corroboration", "converge"):
                 value = getattr(rule, field_name)
                 if field_name == "stall":
                     value = (value.progress, *((value.final,) if value and value.final else ())) if value else ()
+                elif field_name == "converge":
+                    value = (value.pointers,) if value else ()
                 selectors = value
                 line = rule.fields.get(field_name, rule.line)
                 for selector in selectors:

@@ -194,6 +194,15 @@ class FlightRecorderCondition:
 
 
 @dataclass(frozen=True)
+class ConvergeCondition:
+    """The errors of at least ``reporters`` nodes (fewer when the attempt has fewer other nodes) name one peer, and
+    more of them name it than any other: the lines ``pointers`` selects, through their rule's ``points_at``."""
+
+    pointers: Selector
+    reporters: int = 2
+
+
+@dataclass(frozen=True)
 class CountThreshold:
     """At least ``minimum`` occurrences (and events on ``nodes`` distinct nodes) within ``within`` seconds."""
 
@@ -236,6 +245,8 @@ class Rule:
     silence: SilenceCondition | None = None
     stall: StallCondition | None = None
     flight_recorder: FlightRecorderCondition | None = None
+    converge: ConvergeCondition | None = None
+    points_at: str | None = None  # the capture naming the peer (a host or an address) a line blames
     symptom_kind: str | None = None  # cascade | teardown (symptoms only)
     domain: str | None = None
     subdomain: str | None = None

@@ -512,7 +512,7 @@ REAL_LINES = [
     (
         "train",
         "SH-IDC1-10-142-5-42:40544:40544 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.142.205.42<0>",
-        None,
+        "nccl.address",
         "https://github.com/NVIDIA/nccl/issues/834",
     ),
     (
