@@ -139,7 +139,7 @@ def attribute(
             continue
         candidate = Candidate(domain, subdomain, alive)
         candidate.explained = sum(len(explains.get(e, ())) for e in members)
-        candidate.nodes = _root_nodes(alive, attempt, covered or {}, by_rule)
+        candidate.nodes = _root_nodes(alive, attempt, covered or {}, by_rule, settings.ambiguity_window)
         candidates.append(candidate)
     candidates = _drop_late(candidates, settings.late_window)
     candidates.sort(key=Candidate.rank_key)
@@ -328,12 +328,15 @@ def _loses_to(target: Event, explainer: Event, explains, group_rank) -> bool:
     )  # fmt: skip
 
 
-def _root_nodes(events: list[Event], attempt: Attempt, covered: Mapping[str, set[str]], by_rule) -> list[str]:
+def _root_nodes(
+    events: list[Event], attempt: Attempt, covered: Mapping[str, set[str]], by_rule, window: float
+) -> list[str]:
     """The cause's nodes: those of its most telling events (highest precedence that names a node).
 
     The rule's scope decides whether the cause is a node's at all (docs/rules.md, "Scope"): a ``job`` rule's cause
     belongs to the whole job (no nodes); an ``auto`` rule's belongs to its node only where ``local`` holds. The
-    same cause on every node belongs to the job too.
+    same cause on every node belongs to the job too; on some nodes, to the one that showed it first by a clear
+    margin (the others followed it), else to all of them.
     """
     if any(e.rule.nodes == "job" for e in events):
         return []
@@ -343,14 +346,29 @@ def _root_nodes(events: list[Event], attempt: Attempt, covered: Mapping[str, set
     ]
     if not named:
         return []
-    nodes: list[str] = []
+    telling: list[Event] = []
     for precedence in sorted({e.rule.precedence for e in named}, reverse=True):
-        nodes = sorted({e.node for e in named if e.node is not None and e.rule.precedence == precedence})
-        if nodes:
+        telling = [e for e in named if e.node is not None and e.rule.precedence == precedence]
+        if telling:
             break
+    nodes = sorted({e.node for e in telling})
     if len(attempt.nodes) > 1 and set(nodes) >= set(attempt.nodes):
         return []
-    return nodes
+    return _first_node(telling, window) or nodes
+
+
+def _first_node(events: list[Event], window: float) -> list[str]:
+    """When the same cause shows on several nodes, each at an exact time, and one node's first line comes more than
+    ``window`` before any other node's: that node alone (the others followed it). Else nothing is decided."""
+    first: dict[str, float] = {}
+    for event in events:
+        if not event.exact:
+            return []
+        first[event.node] = min(first.get(event.node, event.time), event.time)
+    if len(first) < 2:
+        return []
+    ordered = sorted(first.items(), key=lambda item: (item[1], item[0]))
+    return [ordered[0][0]] if ordered[1][1] - ordered[0][1] > window else []
 
 
 def _local(event: Event, spread: dict[str, set], covered: Mapping[str, set[str]], by_rule) -> bool:

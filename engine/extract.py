@@ -41,6 +41,7 @@ class Extractor:
         self.stall_rules = [r for r in ruleset.rules if r.stall]
         self.flight_recorder_rules = [r for r in ruleset.rules if r.flight_recorder]
         self.converge_rules = [r for r in ruleset.rules if r.converge]
+        self.first_rules = [r for r in ruleset.rules if r.first]
 
     def extract(
         self,
@@ -81,6 +82,7 @@ class Extractor:
         events.extend(records.metric_events(self.metric_rules, context, nodes, self.ruleset.settings.scope_margin))
         events.extend(records.attempt_events(self.attempt_rules, context))
         events.extend(records.flight_recorder_events(self.flight_recorder_rules, dumps, nodes))
+        events.extend(origins.first_events(self.first_rules, events, attempt))
         events.extend(origins.convergence_events(self.converge_rules, events, attempt, nodes))
         return events, stats
 

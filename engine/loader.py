@@ -26,6 +26,7 @@ from engine.ruleset import (
     ConvergeCondition,
     CountThreshold,
     Filter,
+    FirstCondition,
     FlightRecorderCondition,
     LabelMatcher,
     Locality,
@@ -53,9 +54,9 @@ RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
     "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall", "alternatives", "flight_recorder",
-    "hint", "corroboration", "local", "converge", "points_at",
+    "hint", "corroboration", "local", "converge", "points_at", "first",
 }  # fmt: skip
-MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder", "converge")
+MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder", "converge", "first")
 FINDINGS = tuple(str(kind) for kind in FindingKind)
 SELECTOR_FIELDS = {"rules", "tags", "within", "before", "scope"}
 SETTINGS_FIELDS = {f.name for f in fields(Settings)}
@@ -247,13 +248,14 @@ class _Builder:
         stall = self.stall(file, get("stall"), rid)
         flight_recorder = self.flight_recorder(file, get("flight_recorder"), rid)
         converge = self.converge(file, get("converge"), rid)
+        first = self.first(file, get("first"), rid)
         matchers = [name for name in MATCHERS if get(name) is not None or name == "pattern" and get("hint") is not None]
         if len(matchers) != 1:
             err("pattern", f"a rule needs exactly one of {', '.join(MATCHERS)}" if not matchers else
                 f"a rule has one matcher, not {' and '.join(matchers)}")  # fmt: skip
         if metric:
             kinds = frozenset({"metrics"})
-        elif attempt or stall or converge:
+        elif attempt or stall or converge or first:
             kinds = frozenset({"scheduler"} if attempt else {"app"})
         elif silence:
             kinds = silence.kinds
@@ -266,7 +268,9 @@ class _Builder:
         if corroboration and not hints:
             err("corroboration", "only a rule with hint patterns needs corroboration")
         patterns, compiled = patterns + hints, compiled + hints_compiled
-        filters = self.filters(file, get("where"), compiled, metric, rid, flight_recorder is not None)
+        filters = self.filters(
+            file, get("where"), compiled, metric, rid, flight_recorder is not None, any_capture=first is not None
+        )
 
         symptom_kind = None
         if role == "symptom":
@@ -298,8 +302,8 @@ class _Builder:
         points_at = self.text(file, get("points_at"), "points_at", rid)
         if points_at and not any(points_at in c.groupindex for c in compiled):
             err("points_at", f"no pattern has a named capture {points_at!r}")
-        if converge and role != "cause":
-            err("converge", "a convergence nominates a cause: role: cause")
+        if (converge or first) and role != "cause":
+            err("converge" if converge else "first", "it nominates a cause: role: cause")
         if node_from and compiled and not any(node_from in c.groupindex for c in compiled):
             err("node_from", f"no pattern has a named capture {node_from!r}")
         rule_sources = self.strings(file, get("source"), "source", rid)
@@ -337,6 +341,7 @@ class _Builder:
                 stall=stall,
                 flight_recorder=flight_recorder,
                 converge=converge,
+                first=first,
                 points_at=points_at,
                 symptom_kind=symptom_kind,
                 domain=domain,
@@ -647,6 +652,20 @@ class _Builder:
             reporters = value.value
         return None if pointers is None else ConvergeCondition(pointers, reporters)
 
+    def first(self, file, node, rule) -> FirstCondition | None:
+        """``first: {events: {rules: [...]}, margin: 60s}``."""
+        if node is None:
+            return None
+        if not isinstance(node.value, dict) or "events" not in node.value:
+            self.error(file, node.line, "first", "must be a mapping with events (and margin)", rule)
+            return None
+        for key, (line, _) in node.value.items():
+            if key not in ("events", "margin"):
+                self.error(file, line, f"first.{key}", "unknown field (events, margin)", rule)
+        events = self.selector(file, node.value["events"][1], "first.events", rule)
+        margin = self.duration(file, node.value["margin"][1], "first.margin", rule) if "margin" in node.value else 60.0
+        return None if events is None or margin is None else FirstCondition(events, margin)
+
     def classification(self, file, items, role, rule) -> tuple[str | None, str | None]:
         domain_node = items.get("domain", (None, None))[1]
         subdomain_node = items.get("subdomain", (None, None))[1]
@@ -758,12 +777,16 @@ class _Builder:
                 seen[rule.id] = rule
         all_tags = set().union(*(rule.tags for rule in self.rules)) if self.rules else set()
         for rule in self.rules:
-            for field_name in ("explains", "suppresses", "solo", "not_solo", "stall", "corroboration", "converge"):
+            for field_name in (
+                "explains", "suppresses", "solo", "not_solo", "stall", "corroboration", "converge", "first",
+            ):  # fmt: skip
                 value = getattr(rule, field_name)
                 if field_name == "stall":
                     value = (value.progress, *((value.final,) if value and value.final else ())) if value else ()
                 elif field_name == "converge":
                     value = (value.pointers,) if value else ()
+                elif field_name == "first":
+                    value = (value.events,) if value else ()
                 selectors = value
                 line = rule.fields.get(field_name, rule.line)
                 for selector in selectors:

@@ -88,6 +88,42 @@ def convergence_events(rules: list[Rule], events: list[Event], attempt: Attempt,
     return out
 
 
+def first_events(rules: list[Rule], events: list[Event], attempt: Attempt) -> list[Event]:
+    """For each ``first`` rule: one event on the node whose selected line came first, when the next node's came more
+    than ``margin`` later. Only lines at an exact time that carry every capture the rule's ``where`` names, and pass
+    it, count (torchrun's lines with an exit code)."""
+    out = []
+    for rule in rules:
+        condition = rule.first
+        chosen = [
+            e
+            for e in events
+            if condition.events.selects(e.rule) and e.node is not None and e.exact
+            and all(f.name in e.captures and f.accepts(e.captures) for f in rule.filters)
+        ]  # fmt: skip
+        if len(attempt.nodes) < 2 or not chosen:
+            continue
+        earliest: dict[str, Event] = {}
+        for event in sorted(chosen, key=Event.sort_key):
+            earliest.setdefault(event.node, event)
+        ordered = sorted(earliest.values(), key=Event.sort_key)
+        if len(ordered) > 1 and ordered[1].time - ordered[0].time <= condition.margin:
+            continue
+        lead = ordered[0]
+        after = (
+            f"{ordered[1].time - lead.time:.0f} s before the next node's"
+            if len(ordered) > 1
+            else "and no other node's worker failed but for the teardown"
+        )
+        out.append(
+            Event(
+                rule=rule, node=lead.node, time=lead.time, exact=True, source=lead.source, kind=lead.kind, ref=lead.ref,
+                text=lead.text, last=lead.time, hint=True, captures={**lead.captures, "lead": after},
+            )
+        )  # fmt: skip
+    return out
+
+
 def _bare(peer: str) -> str:
     """A peer without its port or brackets: ``10.0.0.5<34567>`` and ``[10.0.0.5]:31567`` are ``10.0.0.5``."""
     peer = peer.strip()

@@ -239,7 +239,9 @@ def to_text(diagnosis: dict) -> str:
         )
     if diagnosis["outcome"] == "unattributed":
         if diagnosis["candidates"]:
-            lines.append("  Not established: only hints (hedged lines, peers other nodes named) suggest the cause above.")
+            lines.append(
+                "  Not established: only hints (hedged lines, peers other nodes named) suggest the cause above."
+            )
         else:
             lines.append("  No cause with enough evidence; the symptoms and sources below are all that is known.")
     if diagnosis["affected_nodes"]:

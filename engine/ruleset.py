@@ -203,6 +203,15 @@ class ConvergeCondition:
 
 
 @dataclass(frozen=True)
+class FirstCondition:
+    """The node whose line of the ``events`` selection (passing the rule's ``where``) came first, at an exact time,
+    more than ``margin`` before any other node's: where the failure began (torchrun's first failed worker)."""
+
+    events: Selector
+    margin: float = 60.0
+
+
+@dataclass(frozen=True)
 class CountThreshold:
     """At least ``minimum`` occurrences (and events on ``nodes`` distinct nodes) within ``within`` seconds."""
 
@@ -246,6 +255,7 @@ class Rule:
     stall: StallCondition | None = None
     flight_recorder: FlightRecorderCondition | None = None
     converge: ConvergeCondition | None = None
+    first: FirstCondition | None = None
     points_at: str | None = None  # the capture naming the peer (a host or an address) a line blames
     symptom_kind: str | None = None  # cascade | teardown (symptoms only)
     domain: str | None = None

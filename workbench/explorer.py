@@ -78,7 +78,7 @@ def why(rule: Rule, parsed: Parsed, *, kind: str, stream: str, job_id: str = "")
     """Does ``rule`` match the normalised line, and if not, which condition fails first?"""
     beyond = _beyond(rule)
     if not rule.patterns:
-        matchers = ("metric", "attempt", "stall", "flight_recorder", "converge")
+        matchers = ("metric", "attempt", "stall", "flight_recorder", "converge", "first")
         matcher = next((name for name in matchers if getattr(rule, name)), "silence")
         what = {
             "metric": "Prometheus series, not log lines",
@@ -87,6 +87,7 @@ def why(rule: Rule, parsed: Parsed, *, kind: str, stream: str, job_id: str = "")
             "stall": "when the progress lines stop, not the lines themselves",
             "flight_recorder": "the attempt's PyTorch Flight Recorder dumps, not log lines",
             "converge": "the peers other rules' lines name, not the lines themselves",
+            "first": "which node's line of other rules came first, not the lines themselves",
         }[matcher]
         return Verdict(rule, False, "matcher", f"a {matcher} rule: it reads {what}")
     mismatch = stream_mismatch(rule, kind, stream)

@@ -82,3 +82,43 @@ def test_peers_are_resolved_by_name_address_or_a_name_that_spells_the_address():
     assert resolve("10.8.7.234<34567>", nodes, book) == "ip-10-8-7-234"
     assert resolve("10.9.9.9<1>", nodes, book) is None
     assert resolve("fe80::1%eth0<2>", nodes, {"fe80::1": "node01"}) == "node01"
+
+
+def agent(node: str, second: int, exitcode: int, local_rank: int = 0) -> str:
+    return (
+        f"E1102 10:{second // 60:02d}:{second % 60:02d}.000000 4242 torch/distributed/elastic/multiprocessing/"
+        f"api.py:869] failed (exitcode: {exitcode}) local_rank: {local_rank} (pid: {4000 + second})"
+        " of binary: /usr/bin/python"
+    )
+
+
+def test_the_node_whose_worker_failed_first_by_a_clear_margin_is_named(tmp_path):
+    logs = {
+        "node02/torchrun.log": [agent("node02", 5, -9, 3)],
+        "node01/torchrun.log": [agent("node01", 610, -6)],
+        "node03/torchrun.log": [agent("node03", 612, -15)],
+    }
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs, nodes=NODES))
+    assert result["outcome"] == "ambiguous"
+    assert {node for c in result["candidates"] for node in c["nodes"]} == {"node02"}
+    assert result["candidates"][0]["summary"] == (
+        "A worker on node02 failed first (exit code -9, local rank 3), and no other node's worker failed but for the"
+        " teardown"
+    )
+
+
+def test_failures_close_together_name_no_first_node(tmp_path):
+    logs = {"node02/torchrun.log": [agent("node02", 5, 1)], "node01/torchrun.log": [agent("node01", 30, 1)]}
+    assert diagnose_bundle(write_bundle(tmp_path, logs=logs, nodes=NODES))["outcome"] == "unattributed"
+
+
+def test_watchdog_aborts_and_teardown_exits_do_not_count_as_the_first_failure(tmp_path):
+    logs = {"node02/torchrun.log": [agent("node02", 5, -6)], "node01/torchrun.log": [agent("node01", 300, -15)]}
+    assert diagnose_bundle(write_bundle(tmp_path, logs=logs, nodes=NODES))["outcome"] == "unattributed"
+
+
+def test_the_margin_is_measured_to_the_next_nodes_own_failure(tmp_path):
+    logs = {"node02/torchrun.log": [agent("node02", 5, 1)], "node01/torchrun.log": [agent("node01", 700, -9)]}
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs, nodes=NODES))
+    assert result["candidates"][0]["summary"].endswith("695 s before the next node's")
+    assert {node for c in result["candidates"] for node in c["nodes"]} == {"node02"}
