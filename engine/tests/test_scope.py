@@ -188,3 +188,12 @@ def test_scope_is_validated(fields, error):
     with pytest.raises(RuleSetError) as raised:
         parse_ruleset([("r.yaml", f"rules:\n  - {rule}\n")])
     assert error in str(raised.value)
+
+
+@pytest.mark.parametrize(("second_at", "nodes"), [("10:20:00", ["node01"]), ("10:10:03", ["node01", "node02"])])
+def test_a_cause_on_several_nodes_is_the_one_that_showed_it_first_by_a_clear_margin(tmp_path, second_at, nodes):
+    logs = {
+        "node01/syslog.log": ["Nov  2 10:10:00 node01 kernel: Kernel panic - not syncing: Fatal exception"],
+        "node02/syslog.log": [f"Nov  2 {second_at} node02 kernel: Kernel panic - not syncing: Fatal exception"],
+    }
+    assert run(tmp_path, logs)["root_cause"]["nodes"] == nodes
