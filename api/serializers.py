@@ -96,7 +96,7 @@ class DiagnosisSummarySerializer(serializers.ModelSerializer):
 class DiagnosisSerializer(DiagnosisSummarySerializer):
     attempt = serializers.HyperlinkedRelatedField(view_name="api:attempt-detail", read_only=True)
     revision = RevisionSerializer()
-    document = serializers.JSONField(read_only=True, help_text="The diagnosis document (CONTRACTS.md section 2)")
+    document = serializers.JSONField(read_only=True, help_text="The diagnosis document (docs/diagnosis.md)")
 
     class Meta(DiagnosisSummarySerializer.Meta):
         fields = [*DiagnosisSummarySerializer.Meta.fields, "attempt", "revision", "document"]

@@ -54,7 +54,7 @@ class DiscoveredAttempt:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """The attempt in ``attempt.json`` form (CONTRACTS.md section 1) plus ``extra``."""
+        """The attempt in ``attempt.json`` form (docs/bundles.md) plus ``extra``."""
         return {**attempt_document(self.attempt), "extra": dict(self.extra)}
 
     @classmethod

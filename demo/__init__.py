@@ -1,4 +1,4 @@
-"""Faultline's demo data: realistic attempt bundles (CONTRACTS.md section 1) of known failures.
+"""Faultline's demo data: realistic attempt bundles (docs/bundles.md) of known failures.
 
 ``demo.bundles`` is the catalogue of failure kinds, each writing one bundle from which the default rule
 pack produces the kind's intended diagnosis; ``demo.dataset`` writes a month of failed attempts on

@@ -42,7 +42,7 @@ class Written:
 
 
 def verdict(diagnosis: dict) -> dict:
-    """What a diagnosis (CONTRACTS.md section 2) concludes: outcome, domain, subdomain and the nodes at fault
+    """What a diagnosis (docs/diagnosis.md) concludes: outcome, domain, subdomain and the nodes at fault
     (the root cause's, or every candidate's when ambiguous)."""
     if diagnosis["root_cause"] is not None:
         nodes = set(diagnosis["root_cause"]["nodes"])

@@ -3,7 +3,7 @@
 A failure kind (``demo.kinds``) tells the story of one attempt through a ``BundleDraft``: the job
 starts, trains, something happens on some node at some moment, the job ends. The draft adds what
 every real attempt has around that story (background noise in every system log, the scheduler's
-events, GPU metrics) and writes the bundle in the layout of CONTRACTS.md section 1.
+events, GPU metrics) and writes the bundle in the layout of docs/bundles.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How each log source prints a moment: the timestamp forms of CONTRACTS.md section 1.
+"""How each log source prints a moment: the timestamp forms of docs/bundles.md.
 
 Every function takes an aware datetime and the zone the source prints in. Month and weekday names
 are spelled here rather than by ``strftime`` so that the output never depends on the locale.

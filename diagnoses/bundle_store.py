@@ -1,4 +1,4 @@
-"""The bundle store: one directory per attempt under ``FAULTLINE_BUNDLE_ROOT`` (CONTRACTS.md section 1).
+"""The bundle store: one directory per attempt under ``FAULTLINE_BUNDLE_ROOT`` (docs/bundles.md).
 
 A bundle arrives as a directory or as a ``.tar.gz`` of one. It is first staged in ``.incoming/`` under
 the root (the same file system, so placing it is an atomic rename), checked, and placed only when

@@ -253,7 +253,7 @@ class Diagnosis(models.Model):
     root_cause_rule = models.CharField(max_length=200, blank=True)
     root_cause_nodes = models.ManyToManyField(Node, blank=True, related_name="root_cause_of")
     document_json = models.TextField(
-        help_text="The diagnosis document (CONTRACTS.md section 2) exactly as the engine wrote it (to_json)"
+        help_text="The diagnosis document (docs/diagnosis.md) exactly as the engine wrote it (to_json)"
     )
     created = models.DateTimeField(default=timezone.now)
 

@@ -21,7 +21,7 @@ STREAM_KINDS = ("system", "app", "scheduler", "events", "metrics")
 
 
 def stream_kind(name: str) -> str:
-    """The kind of a log stream from its name (CONTRACTS.md section 1)."""
+    """The kind of a log stream from its name (docs/bundles.md)."""
     if name in SYSTEM_STREAMS:
         return "system"
     if name in SCHEDULER_STREAMS:

@@ -671,7 +671,8 @@ class _Builder:
         subdomain_node = items.get("subdomain", (None, None))[1]
         if role == "cause" and (domain_node is None or subdomain_node is None):
             line = items["id"][0] if "id" in items else 1
-            self.error(file, line, "domain", "a cause needs a domain and a subdomain (CONTRACTS.md section 3)", rule)
+            reason = "a cause needs a domain and a subdomain (docs/diagnosis.md, Taxonomy)"
+            self.error(file, line, "domain", reason, rule)
             return None, None
         if domain_node is None:
             return None, None

@@ -1,6 +1,6 @@
 """Normalise one log line: rank prefixes, timestamp, host and the message the rules match.
 
-Timestamps come in the forms real systems print (CONTRACTS.md section 1): ISO 8601 (journal
+Timestamps come in the forms real systems print (docs/bundles.md): ISO 8601 (journal
 short-iso, Python logging, Slurm, Ray), classic syslog without a year, ``dmesg -T``, ``dmesg -H``
 (a minute stamp ``[Nov 2 10:14]`` then stamps relative to the previous line, ``[  +0.000844]``),
 ``dmesg -d`` deltas, kernel uptime only, epoch seconds in brackets (UCX), glog

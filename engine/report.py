@@ -1,4 +1,4 @@
-"""Assemble the diagnosis document (CONTRACTS.md section 2) and its text rendering.
+"""Assemble the diagnosis document (docs/diagnosis.md) and its text rendering.
 
 Every list is sorted by explicit keys, so the same bundle and rule set give byte-identical JSON
 whatever the order in which files and lines were read.

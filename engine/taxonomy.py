@@ -1,4 +1,4 @@
-"""The one taxonomy (CONTRACTS.md section 3): domains and their default subdomains.
+"""The one taxonomy (docs/diagnosis.md, "Taxonomy"): domains and their default subdomains.
 
 Rule authors may add subdomains under a known domain (``gpu.memory.hbm``, ``filesystem.weka``):
 a subdomain is accepted when it, or a dot-prefix of it, is listed here.

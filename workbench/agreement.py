@@ -2,7 +2,7 @@
 
 An *expectation* is ``{"outcome", "domain", "subdomain", "nodes"}``: a regression case's, a human
 review's, or an evaluation set's ``expected.json``. A *diagnosis* is the engine's document
-(CONTRACTS.md section 2).
+(docs/diagnosis.md).
 """
 
 from __future__ import annotations

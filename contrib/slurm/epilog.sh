@@ -9,7 +9,7 @@
 #   FAULTLINE_CLUSTER     the cluster's name in Faultline (default: Slurm's ClusterName)
 #   FAULTLINE_MAX_OUTPUT  bytes kept from the end of each job output file (default 52428800)
 #
-# It builds an attempt bundle (docs/connectors.md; CONTRACTS.md section 1) from the job's
+# It builds an attempt bundle (docs/connectors.md; docs/bundles.md) from the job's
 # `scontrol show job` record and output files: attempt.json, logs/stdout.out, logs/stderr.err,
 # packs it as a .tar.gz and POSTs it to $FAULTLINE_URL/api/v1/attempts as the multipart field
 # "bundle". Jobs that COMPLETED are not posted. As a hook it always exits 0 (a failing epilog must

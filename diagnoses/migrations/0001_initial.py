@@ -111,7 +111,7 @@ class Migration(migrations.Migration):
                 (
                     "document_json",
                     models.TextField(
-                        help_text="The diagnosis document (CONTRACTS.md section 2) exactly as the engine wrote it (to_json)"
+                        help_text="The diagnosis document (docs/diagnosis.md) exactly as the engine wrote it (to_json)"
                     ),
                 ),
                 ("created", models.DateTimeField(default=django.utils.timezone.now)),

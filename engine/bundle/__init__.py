@@ -1,4 +1,4 @@
-"""The attempt bundle (CONTRACTS.md section 1): the on-disk form of the engine's input, ``AttemptContext``.
+"""The attempt bundle (docs/bundles.md): the on-disk form of the engine's input, ``AttemptContext``.
 
 One module family for the format: ``reader`` (``load_bundle``, ``parse_attempt``: a bundle directory and
 an ``attempt.json`` document in, an ``AttemptContext`` out), ``writer`` (``write_bundle``,

@@ -1,4 +1,4 @@
-"""Reading an attempt bundle (CONTRACTS.md section 1) into the engine's input, an ``AttemptContext``.
+"""Reading an attempt bundle (docs/bundles.md) into the engine's input, an ``AttemptContext``.
 
 The bundle is the on-disk form of an ``AttemptContext``: every connector produces the same context, and
 the bundle read back is the reference they are tested against. Nothing here reads a log file: streams

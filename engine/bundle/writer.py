@@ -1,4 +1,4 @@
-"""Write an AttemptContext as a bundle directory (CONTRACTS.md section 1): the inverse of ``load_bundle``.
+"""Write an AttemptContext as a bundle directory (docs/bundles.md): the inverse of ``load_bundle``.
 
 What the connectors gathered for a discovered attempt is written once into the bundle store; from then
 on the bundle is the one source of truth (analysis, evidence lines, ``export-bundle``). Each log stream
@@ -74,7 +74,7 @@ def write_bundle(
 
 
 def attempt_document(attempt: Attempt) -> dict:
-    """An Attempt as the ``attempt.json`` document of CONTRACTS.md section 1."""
+    """An Attempt as the ``attempt.json`` document of docs/bundles.md."""
     document = {
         "cluster": attempt.cluster,
         "scheduler": attempt.scheduler,

@@ -1,4 +1,4 @@
-"""Build small attempt bundles (CONTRACTS.md section 1) for tests: the one bundle builder of the test
+"""Build small attempt bundles (docs/bundles.md) for tests: the one bundle builder of the test
 suite. The tests of the other packages reach it through the root conftest's fixtures (``write_bundle``,
 ``make_bundle``, ``diagnose_bundle``)."""
 

@@ -1,4 +1,4 @@
-"""Normalising lines: every timestamp form of CONTRACTS.md, rank prefixes, hosts, kernel uptime."""
+"""Normalising lines: every timestamp form of docs/rules.md ("Time"), rank prefixes, hosts, kernel uptime."""
 
 from datetime import UTC, datetime
 

@@ -1,4 +1,4 @@
-"""`manage.py diagnose` as CONTRACTS.md section 4 specifies it: run as a real process, no database."""
+"""`manage.py diagnose` as docs/diagnosis.md ("The command") specifies it: run as a real process, no database."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""``manage.py export-bundle ATTEMPT OUT_DIR``: write a stored attempt's bundle back out (CONTRACTS.md section 1).
+"""``manage.py export-bundle ATTEMPT OUT_DIR``: write a stored attempt's bundle back out (docs/bundles.md).
 
 ``ATTEMPT`` is the attempt's id or ``CLUSTER/JOB_ID[#ATTEMPT]``. ``manage.py diagnose OUT_DIR`` then
 gives the stored diagnosis, byte for byte.

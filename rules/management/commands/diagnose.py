@@ -1,4 +1,4 @@
-"""``manage.py diagnose BUNDLE_DIR [--rules PATH] [--format json|text]`` (CONTRACTS.md section 4).
+"""``manage.py diagnose BUNDLE_DIR [--rules PATH] [--format json|text]`` (docs/diagnosis.md, "The command").
 
 Runs the engine on one bundle and stores nothing. Without ``--rules`` it uses the active revision of
 the default rule set when a database holds one (read only), else the default pack at
