@@ -33,13 +33,15 @@ MONTHS = {
 }
 
 # Prefixes that place a line of workload output on a rank: srun --label "12: ", torchrun's
-# "[default3]:" (local rank), PyTorch's "[rank12]:" (global rank) and Lightning's "[rank: 0] ", in any
-# combination.
-PREFIX = re.compile(r"^(?:(\d{1,6}): |\[default(\d{1,6})\]:|\[rank:? ?(\d{1,6})\]:?)\s?")
+# "[default3]:" (local rank), PyTorch's "[rank12]:" (global rank), Lightning's "[rank: 0] " and Open MPI's
+# mpirun --tag-output "[1,12]<stdout>:" (job, global rank), in any combination, before or after the line's stamp.
+PREFIX = re.compile(
+    r"^(?:(\d{1,6}): |\[default(\d{1,6})\]:|\[rank:? ?(\d{1,6})\]:?|\[\d{1,9},(\d{1,6})\]<std(?:out|err|diag)>:)\s?"
+)
 # Ray's prefix on forwarded worker output: "(raylet) ", "(pid=4242) ", "(WorkerDict pid=4242, ip=10.0.0.2) ".
 RAY_PREFIX = re.compile(r"^\((?:[A-Za-z_][\w.:-]*)?(?:,? ?pid=\d+)?(?:,? ?ip=(?P<ip>[\w.:-]+))?\) ")
 ISO = re.compile(
-    r"^\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?\s?(Z|[+-]\d\d:?\d\d)?\]?(?: |$)"
+    r"^\[?(\d{4})-(\d\d)-(\d\d)[T _](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?\s?(Z|[+-]\d\d:?\d\d)?\]?:?(?: |$)"
 )
 SYSLOG = re.compile(r"^([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))? ")
 # dmesg -T, and dmesg -T -d with the delta to the previous line after the time.
@@ -160,6 +162,10 @@ def parse_line(line: str, clock: Clock, system: bool, known: Callable[[str], boo
         rest = rest[match.end() :]
         if match := CRI_STREAM.match(rest):
             rest = rest[match.end() :]
+        if not system and rest.startswith("["):  # a rank prefix after the stamp (mpirun --timestamp-output)
+            later_rank, later_host, rest = _prefixes(rest, system, known)
+            rank = later_rank if rank is None else rank
+            prefix_host = prefix_host or later_host
     elif match := SYSLOG.match(rest):
         month = MONTHS.get(match.group(1))
         if month:
@@ -234,9 +240,9 @@ def _prefixes(line: str, system: bool, known: Callable[[str], bool] | None) -> t
     prefix_host = None
     while True:
         if match := PREFIX.match(rest):
-            label, _local, global_rank = match.groups()
-            if global_rank is not None:
-                rank = int(global_rank)
+            label, _local, global_rank, mpi_rank = match.groups()
+            if global_rank is not None or mpi_rank is not None:
+                rank = int(global_rank if global_rank is not None else mpi_rank)
             elif label is not None and rank is None:
                 rank = int(label)
         elif system:

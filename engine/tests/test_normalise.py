@@ -97,6 +97,8 @@ def test_times_without_a_zone_are_in_the_attempts_zone():
         ("[default3]:KeyError: 'labels'", None, "KeyError: 'labels'"),
         ("5: ModuleNotFoundError: No module named 'fire'", 5, "ModuleNotFoundError: No module named 'fire'"),
         ("12:30:00 not a prefix", None, "12:30:00 not a prefix"),
+        ("[1,12]<stdout>:KeyError: 'labels'", 12, "KeyError: 'labels'"),
+        ("2026-11-02T10:13:44.884Z: [1,12]<stderr>:KeyError: 'x'", 12, "KeyError: 'x'"),
     ],
 )
 def test_rank_prefixes(clock, line, rank, message):
@@ -111,6 +113,8 @@ def test_hosts_come_from_syslog_and_nccl_prefixes(clock):
     nccl = "22: dgx-0473:2814086:2814172 [6] ib_plugin.c:1615 NCCL WARN NET/IB : x"
     assert parse_line(nccl, clock, False).host == "dgx-0473"
     assert parse_line("Nov  2 10:14:07 dgx-0474 kernel: x", clock, False).host is None
+    mpirun = "2026-11-02T10:13:44.884Z: [1,12]<stdout>:gpu-57:815:864 [0] transport/net_ib.cu:80 NCCL WARN x"
+    assert (parse_line(mpirun, clock, False).host, parse_line(mpirun, clock, False).time) == ("gpu-57", 1793614424.884)
 
 
 def test_kernel_uptime_is_resolved_from_the_boot_anchor(clock):
