@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Score the engine (manage.py diagnose) on its scenario sets and fail below their floors: the shared
-# dev (synthetic bundles) at least 0.95 and real-dev (whole real logs from public reports) at least 0.85,
-# and this repository's holdout (real logs never used to write the rules before they were scored, see
-# scenarios/holdout/README.md) at least 0.60; no false attribution or error on any. Results go to
+# Score the engine (manage.py diagnose) on its scenario sets and fail below their floors, measured on the
+# cases whose own log shows the cause (the scorer's supported_accuracy; a case labelled log_supports_label "no"
+# was established only outside its log): the shared dev (synthetic bundles) 1.00, real-dev (whole real logs from
+# public reports) 1.00, and this repository's holdout (real logs never used to write the rules before they were
+# scored, see scenarios/holdout/README.md) 0.80; no false attribution or error on any. Results go to
 # var/score-<set>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ if [ ! -f "$SCORER" ]; then
 fi
 mkdir -p var
 status=0
-for entry in "dev:$SCENARIOS/dev:0.95" "real-dev:$SCENARIOS/real-dev:0.85" "holdout:scenarios/holdout:0.60"; do
+for entry in "dev:$SCENARIOS/dev:1.00" "real-dev:$SCENARIOS/real-dev:1.00" "holdout:scenarios/holdout:0.80"; do
   set_name=${entry%%:*} rest=${entry#*:}
   set_dir=${rest%:*} floor=${rest##*:}
   if [ ! -d "$set_dir" ]; then
@@ -31,8 +32,8 @@ for entry in "dev:$SCENARIOS/dev:0.95" "real-dev:$SCENARIOS/real-dev:0.85" "hold
 import re, sys
 line, floor = sys.argv[1], float(sys.argv[2])
 fields = dict(re.findall(r"(\w+)=([\d.]+)", line))
-if float(fields["accuracy"]) < floor or int(fields["false_attributions"]) > 0 or int(fields["errors"]) > 0:
-    sys.exit(f"  below the bar (accuracy >= {floor}, no false attributions, no errors)")
+if float(fields["supported_accuracy"]) < floor or int(fields["false_attributions"]) > 0 or int(fields["errors"]) > 0:
+    sys.exit(f"  below the bar (accuracy >= {floor} where the log shows the cause, no false attributions, no errors)")
 PY
   # real-dev and holdout label some causes that only the thread established (log_supports_label "no"):
   # report the accuracy on the cases whose own log shows the cause beside the whole set's.
