@@ -185,17 +185,15 @@ def _bound(event: Event, start: float, end: float) -> None:
 
 
 def _named_hosts(events: list[Event]) -> set[str]:
-    """Hosts the job's own words name as where it ran (``node_from``): a line of its own output, one of its events,
-    or a scheduler line about its own job (a ``same_job`` filter held). The scheduler's text knows where the job
+    """Hosts the job's own words name as where it ran (``node_from``): a line of its own output, or a scheduler line
+    or event about its own job (a ``same_job`` filter held; a daemon's log or the cluster's events name every host). The scheduler's text knows where the job
     ran even when the attempt's node list lacks the host (an elastic job, a requeue, a list written by hand)."""
     named = set()
     for event in events:
         rule = event.rule
         if not rule.node_from or event.node is None or rule.node_from not in event.captures:
             continue
-        if event.kind in ("app", "events") or any(
-            f.op == "same_job" and f.name in event.captures for f in rule.filters
-        ):
+        if event.kind == "app" or any(f.op == "same_job" and f.name in event.captures for f in rule.filters):
             named.add(event.node)
     return named
 
