@@ -79,16 +79,17 @@ def check_plain(value: object, *, name: str, max_depth: int = MAX_DEPTH, max_val
     keys too unless they are all strings: so non-string keys are checked like values), and a set of their types
     refuses anything but plain data. It stops at the first level past either bound.
     """
+    plain, containers, referents = _PLAIN.issuperset, _CONTAINERS.isdisjoint, _referents
     level, depth, count = [value], 1, 1
     while True:
         kinds = set(map(type, level))
-        if not _PLAIN.issuperset(kinds):
+        if not plain(kinds):
             raise DumpError(f"{name}: a value of type {min(kind.__name__ for kind in kinds - _PLAIN)}")
-        if kinds.isdisjoint(_CONTAINERS):
+        if containers(kinds):
             return
         if depth > max_depth:
             raise DumpError(f"{name}: nested more than {max_depth} deep")
-        level = _referents(*level)
+        level = referents(*level)
         count += len(level)
         if count > max_values:
             raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
