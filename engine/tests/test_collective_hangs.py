@@ -419,3 +419,19 @@ def load_bundle_summary(bundle: Path) -> dict:
     from engine.flight_recorder.attempt import attempt_dumps
 
     return attempt_dumps(load_bundle(bundle)).summary()
+
+
+def test_ranks_waiting_for_each_other_in_two_groups_are_the_programs_deadlock(tmp_path):
+    # rank 0 entered group 1's all_reduce #1, rank 1 group 2's: each waits for the other; no rank is blamed
+    traces = {}
+    for rank, group in ((0, "1"), (1, "2")):
+        entry = nccl_entry(1, "started", HANG_AT * 10**9) | {"process_group": (group, "undefined"), "pg_id": 1}
+        config = {name: {"name": name, "desc": "undefined", "ranks": "[0, 1]"} for name in ("1", "2")}
+        dump = {"version": "2.10", "comm_lib_version": "2.21.5", "pg_config": config, "pg_status": {},
+                "entries": [entry]}  # fmt: skip
+        traces[f"nccl_trace_rank_{rank}"] = pickle.dumps(dump, protocol=2)
+    bundle = make_bundle(tmp_path, logs={"train.log": ["start"]}, traces=traces, end="2026-11-02T12:00:00Z",
+                         state="TIMEOUT", exit_code="0:15", tasks_per_node=1)  # fmt: skip
+    root = diagnose_bundle(bundle)["root_cause"]
+    assert (root["rule"], root["nodes"], root["action"]) == ("fr.cross_group_deadlock", [], "FIX_APPLICATION")
+    assert root["summary"].startswith("Deadlocked program: ranks 0-1 wait for one another in different process groups")
