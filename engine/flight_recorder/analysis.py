@@ -72,10 +72,13 @@ def analyse(
     """The report of a set of per-rank dumps. `world_size` (the job's) reveals missing dumps of the highest ranks;
     `unreadable` ranks left a dump that could not be read: they are unknown, not lost. `dumped_by` (unix seconds,
     the attempt's end) bounds when the dumps were written: a collective that every member had waited in for less
-    than its timeout by then was in flight, not hung, and names no culprit."""
+    than its timeout by then was in flight, not hung, and names no culprit. A bound earlier than an operation the
+    dumps recorded is not one (the clocks disagree): it is then left unused."""
     by_rank = {dump.rank: dump for dump in dumps}
     if len(by_rank) != len(dumps):
         raise ValueError("two dumps of the same rank")
+    if dumped_by is not None and _latest(dumps) > dumped_by:
+        dumped_by = None  # an operation recorded after the bound: the clocks disagree, and the bound tells nothing
     world = max([world_size or 0, *(rank + 1 for rank in [*by_rank, *unreadable])])
     entries: dict[str, dict[int, list[Entry]]] = {}
     descs: dict[str, str] = {}
@@ -103,6 +106,18 @@ def analyse(
         key=lambda f: (_natural(f.process_group), f.p2p, -1 if f.seq is None else f.seq, _KIND_ORDER[f.kind], f.ranks)
     )
     return Report(tuple(sorted(by_rank)), world, tuple(groups), tuple(findings))
+
+
+def _latest(dumps) -> float:
+    """The latest time any dump recorded (unix seconds): none was written before it."""
+    times = [
+        time
+        for dump in dumps
+        for entry in dump.entries
+        for time in (entry.time_created_ns, entry.time_discovered_started_ns, entry.time_discovered_completed_ns)
+        if time
+    ]
+    return max(times, default=0) / 1e9
 
 
 def _natural(name: str) -> tuple:

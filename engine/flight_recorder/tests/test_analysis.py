@@ -360,6 +360,14 @@ def test_a_snapshot_of_collectives_in_flight_is_no_hang():
     assert [finding.ranks for finding in untimed.findings] == [(1,)]
 
 
+def test_a_bound_older_than_what_the_dumps_recorded_is_not_used():
+    # the dumps of 2026-12-03 against an attempt that ended a month before: the clocks disagree, the time tells nothing
+    dumps = read_dump_dir(DUMPS / "straggler")
+    report = analyse(dumps, world_size=4, dumped_by=datetime(2026, 11, 2, tzinfo=UTC).timestamp())
+    assert kinds(report) == [(FindingKind.NEVER_ENQUEUED, "0", 4, (2,))]
+    assert report.groups[0].waited_s is None
+
+
 def test_the_earlier_cases_read_the_same_with_the_time_of_their_dumps():
     for name in ("straggler", "dead", "size_mismatch", "dtype_mismatch", "wrong_op", "healthy"):
         made_by = json.loads((DUMPS / name / "MADE_BY.json").read_text())
