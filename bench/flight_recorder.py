@@ -14,6 +14,12 @@ of 8 ranks and a short log (every rank's watchdog timeout), beside the same bund
 Last, what the dumps add to the attempt page: the summary the analysis records (its JSON as the database returns it)
 decoded and rendered by pages/templates/pages/flight_recorder.html, for this set and for a worst case of every other
 rank stuck (the longest rank ranges), beside the page's budget (300 ms for a 1,024-node attempt).
+
+Before the whole path, the restricted unpickler alone (`unpickle.loads`) against `pickle.loads` on the same files,
+each pass of one taken in turn with a pass of the other (5 x `--repeat`, the best of each): on the 1,024 pickles, on
+8 full ring buffers of 2,000 entries (TORCH_FR_BUFFER_SIZE's default) made of a real torch 2.14.1 dump's entries,
+and on the torch-written dumps of the tests; the ratio's target is 2. Entries are built as PyTorch pickles them:
+objects of their own, the stack frames shared.
 """
 
 from __future__ import annotations
@@ -37,8 +43,11 @@ from engine.flight_recorder import FindingKind, analyse, read_dump_dir  # noqa: 
 from engine.flight_recorder.attempt import attempt_dumps  # noqa: E402
 from engine.flight_recorder.unpickle import loads  # noqa: E402
 
-TEMPLATE = ROOT / "engine" / "flight_recorder" / "tests" / "dumps" / "straggler" / "rank_0"
+DUMPS = ROOT / "engine" / "flight_recorder" / "tests" / "dumps"
+TEMPLATE = DUMPS / "straggler" / "rank_0"
+FULL_TEMPLATE = DUMPS / "four_groups" / "rank_0"
 TARGET_S = 1.0
+UNPICKLER_TARGET = 2.0  # the restricted loader's time over pickle.loads's on the same files
 
 
 def build(folder: Path, ranks: int, collectives: int, straggler: int) -> None:
@@ -51,18 +60,54 @@ def build(folder: Path, ranks: int, collectives: int, straggler: int) -> None:
         count = collectives - 1 if rank == straggler else collectives
         entries = []
         for seq in range(1, count + 1):
-            entry = dict(
-                collective, collective_seq_id=seq, op_id=seq, time_created_ns=collective["time_created_ns"] + seq
-            )
-            entries.append(entry)
+            entries.append(_entry(collective, seq=seq))
             if seq == 2 and rank % 2 == 0:
-                entries.append(dict(subgroup))
+                entries.append(_entry(subgroup))
         for index, entry in enumerate(entries):
             entry["record_id"] = index
         dump = dict(template, entries=entries)
         dump["pg_status"] = {"0": {**template["pg_status"]["0"], "last_enqueued_collective": count}}
         (folder / "pickle" / f"rank_{rank}").write_bytes(pickle.dumps(dump, protocol=2))
         (folder / "json" / f"rank_{rank}").write_text(json.dumps(_json_flavour(dump), separators=(",", ":")))
+
+
+def _entry(template: dict, **changes) -> dict:
+    """An entry as PyTorch pickles it: objects of its own, but for the stack frames, which it shares between entries."""
+    seq = changes.pop("seq", None)
+    entry = copy.deepcopy({key: value for key, value in template.items() if key != "frames"})
+    if seq is not None:
+        entry.update(collective_seq_id=seq, op_id=seq, time_created_ns=template["time_created_ns"] + seq)
+    entry["frames"] = list(template.get("frames", ()))
+    return entry
+
+
+def full_buffers(folder: Path, ranks: int, entries: int) -> list[Path]:
+    """`ranks` dumps whose ring buffers are full (`entries`, TORCH_FR_BUFFER_SIZE's default 2,000), each entry one of
+    a real torch 2.14.1 dump's (the four-group job's rank 0), in turn."""
+    template = loads(FULL_TEMPLATE.read_bytes(), name=FULL_TEMPLATE.name)
+    folder.mkdir()
+    paths = []
+    for rank in range(ranks):
+        kept = template["entries"]
+        dump = dict(template, entries=[_entry(kept[index % len(kept)], seq=index + 1) for index in range(entries)])
+        paths.append(folder / f"rank_{rank}")
+        paths[-1].write_bytes(pickle.dumps(dump, protocol=2))
+    return paths
+
+
+def unpickler_ratio(files: list[Path], repeat: int) -> tuple[float, float]:
+    """The best times of the restricted loader and of pickle.loads over the same files, taken in turn."""
+    datas = [path.read_bytes() for path in files]
+    ours, theirs = float("inf"), float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for data in datas:
+            loads(data, name="bench")
+        middle = time.perf_counter()
+        for data in datas:
+            pickle.loads(data)
+        ours, theirs = min(ours, middle - start), min(theirs, time.perf_counter() - middle)
+    return ours, theirs
 
 
 def _json_flavour(dump: dict) -> dict:
@@ -163,6 +208,21 @@ def main() -> None:
                 f"ratio {total / ref_s:.1f}x"
             )
         print(finding.text)
+
+        # the restricted unpickler alone, against pickle.loads on the same files, taken in turn (repeat x 5)
+        sets = {
+            f"{args.ranks} ranks of {args.collectives} collectives": sorted((folder / "pickle").iterdir()),
+            "8 full ring buffers of 2,000 entries": full_buffers(folder / "full", 8, 2000),
+            "the torch-written test dumps": sorted(DUMPS.glob("*/rank_*")),
+        }
+        for name, files in sets.items():
+            ours, theirs = unpickler_ratio(files, args.repeat * 5)
+            ratio = ours / theirs
+            print(
+                f"unpickler, {name} ({len(files)} files, {sum(p.stat().st_size for p in files) / 1e6:.1f} MB): "
+                f"{ours:.4f} s against pickle.loads {theirs:.4f} s: ratio {ratio:.2f}x (target < "
+                f"{UNPICKLER_TARGET:.0f}x: {'met' if ratio < UNPICKLER_TARGET else 'MISSED'})"
+            )
 
         engine = Engine(load_rules(ROOT / "rules" / "packs" / "default"))
         with_dumps = bundle(folder / "with", folder / "pickle", args.ranks, straggler)

@@ -10,13 +10,16 @@ reverse), or that loses more than one other dump, fails the script.
 """
 
 import argparse
+import datetime
 import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 JOB = Path(__file__).with_name("fr_job.py")
@@ -30,8 +33,17 @@ CASES = {
     "wrong_op": (4, 3, True),
     "size_mismatch": (4, 1, True),
     "dtype_mismatch": (4, 2, True),
+    "cross_group": (8, 5, True),
+    "first_collective": (4, 3, True),
+    "snapshot": (4, None, True),
+    "four_groups": (8, 6, True),
 }
 JSON_CASES = {"healthy", "straggler"}
+NEW_CASES = {"cross_group", "first_collective", "snapshot", "four_groups"}  # torch 2.14.1; the others 2.13.0
+# The snapshot case is cancelled, as a scheduler does (SIGTERM to torchrun), once the job has printed this step's
+# progress line; its collectives have a 60 s timeout.
+CANCEL_AT_STEP = 12
+TIMEOUTS_S = {"snapshot": 60}
 PREFIX = "rank_"
 LOG = "torchrun.log"  # what torchrun printed, every rank's lines prefixed [default<local rank>]: (--tee 3)
 
@@ -52,7 +64,7 @@ def run_case(torchrun: str, case: str, out: Path, version: str, port: int) -> No
         env = dict(os.environ, TORCH_FR_BUFFER_SIZE="64", TORCH_FR_DUMP_TEMP_FILE=f"{pickles}/{PREFIX}")
         if case in JSON_CASES:
             env["FAULTLINE_FR_JSON_PREFIX"] = f"{jsons}/{PREFIX}"
-        job_args = ["--case", case, "--timeout", str(TIMEOUT_S)]
+        job_args = ["--case", case, "--timeout", str(TIMEOUTS_S.get(case, TIMEOUT_S))]
         if culprit is not None:
             job_args += ["--culprit", str(culprit)]
         command = [
@@ -68,9 +80,9 @@ def run_case(torchrun: str, case: str, out: Path, version: str, port: int) -> No
             str(JOB),
             *job_args,
         ]
-        done = subprocess.run(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300
-        )
+        started_at = _now()
+        done, cancelled_at = run(command, env, cancel=case == "snapshot")
+        ended_at = _now()
         made = sorted(int(p.name.removeprefix(PREFIX)) for p in pickles.iterdir())
         if culprit is not None and (culprit in made) != culprit_dumps or len(made) < ranks - 2:
             sys.stderr.write(done.stdout[-4000:])
@@ -96,8 +108,37 @@ def run_case(torchrun: str, case: str, out: Path, version: str, port: int) -> No
         "torchrun_exit_code": done.returncode,
         "ranks_without_dump": [rank for rank in range(ranks) if rank not in made],
     }
+    if case in NEW_CASES:  # the job's window, as a scheduler records it (the earlier cases' runs kept none)
+        made_by.update(started_at=started_at, ended_at=ended_at)
+    if cancelled_at is not None:
+        made_by["cancelled_at"] = cancelled_at
     (target / "MADE_BY.json").write_text(json.dumps(made_by, indent=2, sort_keys=True) + "\n")
     print(f"{case}: {len(made)} dumps, torchrun exit {done.returncode}")
+
+
+def run(command: list[str], env: dict, *, cancel: bool) -> tuple[subprocess.CompletedProcess, str | None]:
+    """torchrun's run, its output and, when `cancel`, when it was sent SIGTERM."""
+    if not cancel:
+        done = subprocess.run(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300
+        )
+        return done, None
+    with tempfile.NamedTemporaryFile("w+") as output:
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 240
+        while f" step {CANCEL_AT_STEP} |" not in Path(output.name).read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.25)  # a moment into the next step
+        cancelled_at = _now()
+        process.send_signal(signal.SIGTERM)
+        returncode = process.wait(timeout=300)
+        output.seek(0)
+        return subprocess.CompletedProcess(command, returncode, output.read()), cancelled_at
+
+
+def _now() -> str:
+    """UTC, RFC 3339 to the millisecond."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def main() -> None:

@@ -1,16 +1,6 @@
 """PyTorch Flight Recorder dumps: a safe reader and the analysis of a collective hang (see README.md)."""
 
-from engine.flight_recorder.analysis import (
-    Collective,
-    Finding,
-    FindingKind,
-    GroupReport,
-    RankGroup,
-    RankState,
-    Report,
-    analyse,
-    format_ranks,
-)
+from engine.flight_recorder.analysis import analyse
 from engine.flight_recorder.dumps import (
     SUPPORTED_VERSIONS,
     Dump,
@@ -23,6 +13,16 @@ from engine.flight_recorder.dumps import (
     read_dump_dir,
 )
 from engine.flight_recorder.errors import DumpError, PickleRefused
+from engine.flight_recorder.findings import (
+    Collective,
+    Finding,
+    FindingKind,
+    GroupReport,
+    RankGroup,
+    RankState,
+    Report,
+    format_ranks,
+)
 
 __all__ = [
     "SUPPORTED_VERSIONS",

@@ -2,54 +2,51 @@
 
 For each process group (told apart by name, which every rank shares):
 
-* the members: the group's `pg_config` ranks; for the default group without one, ranks 0..world_size-1; else the
-  ranks whose dumps hold entries of the group (a member that left neither a dump nor an entry cannot be seen);
+* the members, from what the dumps record (engine.flight_recorder.membership): the group's `pg_config` ranks, the
+  world for the default group, Gloo's record of each rank's last created group and the sizes a collective expects,
+  else the ranks whose dumps hold entries of the group;
 * the collective the ranks wait on: the lowest collective sequence number not completed by every member that left a
   dump, where a rank that never enqueued it has not completed it. An entry counts as done when its state is
   `completed`; for a backend that records no start or completion (every entry `scheduled`, Gloo's case) when it is
   retired. When every such collective is done but members left no dump, the group's last collective stands in,
   flagged as not known to be waited on;
-* the findings at that collective: `never_enqueued` (ranks whose dump reaches back to it but does not hold it: the
-  straggler, the stuck or dead rank), `not_started` (ranks that enqueued it while others started it, only where the
-  backend records starts), `missing_dump` (members that left no dump);
+* how long its members had waited in it by the time of the dump (bounded by `dumped_by`, the attempt's end), against
+  its timeout: a collective every member had waited in for less than its timeout is in flight, a snapshot of a
+  healthy job, and no evidence of a hang;
 * `mismatch` at every sequence number that two or more ranks hold: a different op, or different input/output sizes or
   dtypes where the op requires them equal (a desynchronised program). The ranks named are those apart from a strict
   majority; without one, every rank at that sequence number;
 * for point-to-point operations (recorded by NCCL, not by Gloo) in a group whose members are known, a send or receive
-  not completed whose peer's dump holds all of its point-to-point operations of the group and has no matching one:
-  `never_enqueued` for the peer.
+  not completed (past its timeout) whose peer's dump holds all of its point-to-point operations of the group and has
+  no matching one: `never_enqueued` for the peer.
+
+Then across groups (engine.flight_recorder.waits), at every hung collective: a rank missing from it because it waits
+in another group's hung collective is `held`, not blamed; the findings name the others: `never_enqueued` (ranks
+whose dump reaches back to it but does not hold it: the straggler, the stuck or dead rank), `not_started` (ranks that
+enqueued it while others started it, only where the backend records starts), `missing_dump` (members that left no
+dump); ranks held only by one another are a `deadlock`.
 
 Everything is sorted; nothing depends on the order of files, entries, dicts or sets.
 """
 
 from collections import Counter
-from dataclasses import dataclass
-from enum import StrEnum
 
 from engine.flight_recorder.dumps import Dump, Entry, GroupConfig
-
-
-class RankState(StrEnum):
-    """Where a rank stands at the collective its group waits on."""
-
-    COMPLETED = "completed"
-    STARTED = "started"
-    SCHEDULED = "scheduled"  # enqueued, not started (a backend that records starts)
-    ENQUEUED = "enqueued"  # enqueued; the backend records no start or completion
-    NEVER_ENQUEUED = "never_enqueued"
-    UNKNOWN = "unknown"  # its dump holds nothing that far back, or nothing at all, or could not be read
-    NO_DUMP = "no_dump"
-
-
-WAITED = (RankState.STARTED, RankState.SCHEDULED, RankState.ENQUEUED)
-
-
-class FindingKind(StrEnum):
-    NEVER_ENQUEUED = "never_enqueued"
-    NOT_STARTED = "not_started"
-    MISMATCH = "mismatch"
-    MISSING_DUMP = "missing_dump"
-
+from engine.flight_recorder.findings import (
+    WAITED,
+    Collective,
+    Finding,
+    FindingKind,
+    GroupReport,
+    RankGroup,
+    RankState,
+    Report,
+    count_label,
+    group_label,
+    ranks_label,
+)
+from engine.flight_recorder.membership import Membership, memberships
+from engine.flight_recorder.waits import Waits, wait_for
 
 _KIND_ORDER = {kind: index for index, kind in enumerate(FindingKind)}
 
@@ -65,88 +62,23 @@ _UNEVEN_OUTPUTS = frozenset(
 _FIELDS = ("input_sizes", "input_dtypes", "output_sizes", "output_dtypes")
 
 
-@dataclass(frozen=True, slots=True)
-class Collective:
-    """A collective (or, with p2p, a point-to-point operation) of a process group, as most ranks recorded it."""
-
-    process_group: str
-    pg_desc: str
-    seq: int
-    op: str
-    p2p: bool = False
-    input_sizes: tuple[tuple[int, ...], ...] = ()
-    input_dtypes: tuple[str, ...] = ()
-    output_sizes: tuple[tuple[int, ...], ...] = ()
-    output_dtypes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    kind: FindingKind
-    process_group: str
-    pg_desc: str
-    seq: int | None  # None: no collective to name (a missing dump in a group with nothing pending)
-    op: str | None
-    ranks: tuple[int, ...]  # the ranks the finding is about
-    waiting: int  # how many ranks waited on the collective (never_enqueued, not_started, missing_dump)
-    p2p: bool
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class RankGroup:
-    state: RankState
-    ranks: tuple[int, ...]
-
-    @property
-    def text(self) -> str:
-        return format_ranks(self.ranks)
-
-
-@dataclass(frozen=True, slots=True)
-class GroupReport:
-    process_group: str
-    pg_desc: str
-    members: tuple[int, ...]
-    pending: Collective | None  # the collective the ranks wait on; None when nothing is pending
-    waited_on: bool  # False: `pending` is only the last collective entered (everything done, some dumps missing)
-    states: tuple[RankGroup, ...]  # where each member stands at `pending`, in RankState order
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    ranks: tuple[int, ...]  # the ranks that left a dump
-    world_size: int
-    groups: tuple[GroupReport, ...]
-    findings: tuple[Finding, ...]
-
-    @property
-    def healthy(self) -> bool:
-        return not self.findings and all(group.pending is None for group in self.groups)
-
-    def summary(self) -> str:
-        """A compact text: per group the pending collective and the members by state, as rank ranges."""
-        lines = []
-        for group in self.groups:
-            head = f"process group {group_label(group.process_group, group.pg_desc)}, {len(group.members)} ranks"
-            if group.pending is None:
-                lines.append(f"{head}: nothing pending")
-                continue
-            verb = "waits on" if group.waited_on else "last entered"
-            lines.append(f"{head}: {verb} {group.pending.op} #{group.pending.seq}")
-            lines.extend(f"  {rank_group.state}: {rank_group.text}" for rank_group in group.states)
-        lines.extend(finding.text for finding in self.findings)
-        return "\n".join(lines)
-
-
 def analyse(
-    dumps: tuple[Dump, ...] | list[Dump], *, world_size: int | None = None, unreadable: frozenset[int] = frozenset()
+    dumps: tuple[Dump, ...] | list[Dump],
+    *,
+    world_size: int | None = None,
+    unreadable: frozenset[int] = frozenset(),
+    dumped_by: float | None = None,
 ) -> Report:
     """The report of a set of per-rank dumps. `world_size` (the job's) reveals missing dumps of the highest ranks;
-    `unreadable` ranks left a dump that could not be read: they are unknown, not lost."""
+    `unreadable` ranks left a dump that could not be read: they are unknown, not lost. `dumped_by` (unix seconds,
+    the attempt's end) bounds when the dumps were written: a collective that every member had waited in for less
+    than its timeout by then was in flight, not hung, and names no culprit. A bound earlier than an operation the
+    dumps recorded is not one (the clocks disagree): it is then left unused."""
     by_rank = {dump.rank: dump for dump in dumps}
     if len(by_rank) != len(dumps):
         raise ValueError("two dumps of the same rank")
+    if dumped_by is not None and _latest(dumps) > dumped_by:
+        dumped_by = None  # an operation recorded after the bound: the clocks disagree, and the bound tells nothing
     world = max([world_size or 0, *(rank + 1 for rank in [*by_rank, *unreadable])])
     entries: dict[str, dict[int, list[Entry]]] = {}
     descs: dict[str, str] = {}
@@ -155,33 +87,37 @@ def analyse(
             entries.setdefault(entry.process_group, {}).setdefault(rank, []).append(entry)
             descs.setdefault(entry.process_group, entry.pg_desc)
     configs = _configs(by_rank)
-    names = sorted(set(entries) | set(configs), key=_natural)
+    members = memberships(by_rank, entries, descs, configs, world)
     groups, findings = [], []
-    for name in names:
+    for name in sorted(members, key=_natural):
         desc = descs.get(name) or (configs[name].desc if name in configs else "")
-        group_entries = entries.get(name, {})
-        members, known = _members(name, desc, configs.get(name), group_entries, world)
-        report, group_findings = _analyse_group(name, desc, members, known, group_entries, by_rank, unreadable)
+        report, group_findings = _analyse_group(
+            name, desc, members[name], entries.get(name, {}), by_rank, unreadable, dumped_by
+        )
         groups.append(report)
         findings.extend(group_findings)
+    waits = wait_for(groups)
+    groups = [_with_held(group, waits) for group in groups]
+    for group in groups:
+        findings.extend(_culprit_findings(group, waits))
+    if waits.deadlocked:
+        findings.append(_deadlock(groups, waits))
     findings.sort(
         key=lambda f: (_natural(f.process_group), f.p2p, -1 if f.seq is None else f.seq, _KIND_ORDER[f.kind], f.ranks)
     )
     return Report(tuple(sorted(by_rank)), world, tuple(groups), tuple(findings))
 
 
-def format_ranks(ranks: tuple[int, ...] | list[int]) -> str:
-    """Ranks as ranges: (0, 1, 2, 3, 5, 7, 8) -> "0-3, 5, 7-8"."""
-    parts = []
-    ordered = sorted(set(ranks))
-    index = 0
-    while index < len(ordered):
-        end = index
-        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
-            end += 1
-        parts.append(str(ordered[index]) if end == index else f"{ordered[index]}-{ordered[end]}")
-        index = end + 1
-    return ", ".join(parts)
+def _latest(dumps) -> float:
+    """The latest time any dump recorded (unix seconds): none was written before it."""
+    times = [
+        time
+        for dump in dumps
+        for entry in dump.entries
+        for time in (entry.time_created_ns, entry.time_discovered_started_ns, entry.time_discovered_completed_ns)
+        if time
+    ]
+    return max(times, default=0) / 1e9
 
 
 def _natural(name: str) -> tuple:
@@ -198,20 +134,17 @@ def _configs(by_rank: dict[int, Dump]) -> dict[str, GroupConfig]:
     return configs
 
 
-def _members(name, desc, config, group_entries, world) -> tuple[tuple[int, ...], bool]:
-    """The group's global ranks, and whether they are known (rather than seen in the dumps)."""
-    if config is not None:
-        return tuple(sorted(set(config.ranks))), True
-    if desc == "default_pg":
-        return tuple(range(world)), True
-    return tuple(sorted(group_entries)), False
-
-
 def _done(entry: Entry, tracks_state: bool) -> bool:
     return entry.state == "completed" if tracks_state else entry.retired is not False
 
 
-def _analyse_group(name, desc, members, known, group_entries, by_rank, unreadable) -> tuple[GroupReport, list[Finding]]:
+def _analyse_group(
+    name, desc, membership: Membership, group_entries, by_rank, unreadable, dumped_by
+) -> tuple[GroupReport, list[Finding]]:
+    """The group's pending collective and where each member stands there, with the findings that need no other
+    group: mismatches, unmatched p2p, and the dumps missing where nothing hung (the culprits come after the
+    wait-for graph, `_culprit_findings`)."""
+    members = membership.ranks
     collectives = {
         rank: {entry.collective_seq_id: entry for entry in rank_entries if not entry.is_p2p}
         for rank, rank_entries in group_entries.items()
@@ -233,13 +166,12 @@ def _analyse_group(name, desc, members, known, group_entries, by_rank, unreadabl
     if not waited_on:
         pending_seq = highest if lost and highest else None
     findings = _mismatches(name, desc, collectives)
-    if known:  # p2p names group-local ranks: without the membership they cannot be placed
-        findings.extend(_p2p_findings(name, desc, members, group_entries, by_rank, tracks_state))
+    if membership.known:  # p2p names group-local ranks: without the membership they cannot be placed
+        findings.extend(_p2p_findings(name, desc, members, group_entries, by_rank, tracks_state, dumped_by))
     if pending_seq is None:
-        states = ()
         if lost:
             findings.append(_missing(name, desc, lost, None, None, 0, waited_on))
-        return GroupReport(name, desc, members, None, False, states), findings
+        return GroupReport(name, desc, members, membership.source, None, False, ()), findings
 
     if not any(pending_seq in seqs for seqs in collectives.values()):  # overwritten everywhere: the next one held
         pending_seq = min(seq for seqs in collectives.values() for seq in seqs if seq > pending_seq)
@@ -250,27 +182,97 @@ def _analyse_group(name, desc, members, known, group_entries, by_rank, unreadabl
         state = _state(rank, pending_seq, collectives, by_rank, at_seq, tracks_state, unreadable)
         by_state.setdefault(state, []).append(rank)
     states = tuple(RankGroup(state, tuple(by_state[state])) for state in RankState if state in by_state)
+    waiters = [at_seq[rank] for state in WAITED for rank in by_state.get(state, ()) if rank in at_seq]
+    waited_s, timeout_s, in_flight = _waited(waiters, dumped_by)
+    report = GroupReport(
+        name, desc, members, membership.source, pending, waited_on, states, waited_s, timeout_s, in_flight and waited_on
+    )
+    if report.in_flight and lost:
+        findings.append(_missing(name, desc, lost, None, None, 0, False))
+    return report, findings
+
+
+def _waited(waiters: list[Entry], dumped_by: float | None) -> tuple[float | None, float | None, bool]:
+    """The longest wait among `waiters` by `dumped_by`, its timeout, and whether every one of them had waited less
+    than its own timeout (in flight). Unknown times or timeouts are taken for a hang."""
+    if dumped_by is None or not waiters:
+        return None, None, False
+    waits = [(dumped_by - entry.time_created_ns / 1e9, entry.timeout_ms) for entry in waiters]
+    longest = max(waits, key=lambda wait: wait[0])
+    in_flight = all(timeout is not None and waited * 1000 < timeout for waited, timeout in waits)
+    timeout_s = None if longest[1] is None else longest[1] / 1000
+    return max(longest[0], 0.0), timeout_s, in_flight
+
+
+def _with_held(group: GroupReport, waits: Waits) -> GroupReport:
+    """The group with its absent ranks that another group's hang holds moved to RankState.HELD."""
+    held = {rank for (name, rank) in waits.held if name == group.process_group}
+    if not held:
+        return group
+    by_state: dict[RankState, list[int]] = {}
+    for rank_group in group.states:
+        for rank in rank_group.ranks:
+            by_state.setdefault(RankState.HELD if rank in held else rank_group.state, []).append(rank)
+    states = tuple(RankGroup(state, tuple(sorted(by_state[state]))) for state in RankState if state in by_state)
+    return GroupReport(
+        group.process_group, group.pg_desc, group.members, group.membership, group.pending, group.waited_on, states,
+        group.waited_s, group.timeout_s, group.in_flight,
+    )  # fmt: skip
+
+
+def _culprit_findings(group: GroupReport, waits: Waits) -> list[Finding]:
+    """At a hung collective: the ranks that never entered it (or never started it) and nothing else holds, and the
+    members that left no dump."""
+    if group.pending is None or group.in_flight:
+        return []
+    name, desc, pending = group.process_group, group.pg_desc, group.pending
+    by_state = {rank_group.state: rank_group.ranks for rank_group in group.states}
     waiting = sum(len(by_state.get(state, ())) for state in WAITED)
     label, where = _collective_label(pending), group_label(name, desc)
+    held = by_state.get(RankState.HELD, ())
+    elsewhere = f"; {ranks_label(held)} waited in other groups' hung collectives" if held else ""
+    findings = []
     if by_state.get(RankState.NEVER_ENQUEUED):
-        ranks = tuple(by_state[RankState.NEVER_ENQUEUED])
-        text = f"{ranks_label(ranks)} never entered {label} (process group {where}; {_count(waiting)} waited)"
+        ranks = by_state[RankState.NEVER_ENQUEUED]
+        text = f"{ranks_label(ranks)} never entered {label} (process group {where}; {count_label(waiting)} waited"
         findings.append(
-            Finding(FindingKind.NEVER_ENQUEUED, name, desc, pending_seq, pending.op, ranks, waiting, False, text)
-        )
+            Finding(FindingKind.NEVER_ENQUEUED, name, desc, pending.seq, pending.op, ranks, waiting, False,
+                    text + elsewhere + ")")
+        )  # fmt: skip
     moved = len(by_state.get(RankState.STARTED, ())) + len(by_state.get(RankState.COMPLETED, ()))
     if by_state.get(RankState.SCHEDULED) and moved:
-        ranks = tuple(by_state[RankState.SCHEDULED])
+        ranks = by_state[RankState.SCHEDULED]
         text = (
             f"{ranks_label(ranks)} enqueued {label} but never started it "
-            f"(process group {where}; {_count(moved)} started it)"
+            f"(process group {where}; {count_label(moved)} started it{elsewhere})"
         )
         findings.append(
-            Finding(FindingKind.NOT_STARTED, name, desc, pending_seq, pending.op, ranks, waiting, False, text)
+            Finding(FindingKind.NOT_STARTED, name, desc, pending.seq, pending.op, ranks, waiting, False, text)
         )
+    lost = by_state.get(RankState.NO_DUMP)
     if lost:
-        findings.append(_missing(name, desc, lost, pending, label, waiting, waited_on))
-    return GroupReport(name, desc, members, pending, waited_on, states), findings
+        findings.append(_missing(name, desc, lost, pending, label, waiting, group.waited_on))
+    return findings
+
+
+def _deadlock(groups: list[GroupReport], waits: Waits) -> Finding:
+    """Ranks that wait for one another in different groups: each entered its groups' collectives in another order."""
+    by_name = {group.process_group: group for group in groups}
+    where: dict[int, str] = {}
+    for (_, rank), holders in sorted(waits.held.items(), key=lambda item: (item[0][1], _natural(item[0][0]))):
+        if rank in waits.deadlocked and rank not in where:
+            group = by_name[holders[0]]
+            where[rank] = f"rank {rank} in {_collective_label(group.pending)} of process group " + group_label(
+                group.process_group, group.pg_desc
+            )
+    ranks = waits.deadlocked
+    first = by_name[min((waits.held[key][0] for key in waits.held if key[1] in ranks), key=_natural)]
+    shown = ", ".join(where[rank] for rank in ranks[:4]) + (f" and {len(ranks) - 4} more" if len(ranks) > 4 else "")
+    text = (
+        f"{ranks_label(ranks)} wait for one another in different process groups ({shown}): their collectives were "
+        "entered in a different order on different ranks"
+    )
+    return Finding(FindingKind.DEADLOCK, first.process_group, first.pg_desc, None, None, ranks, 0, False, text)
 
 
 def _state(rank, seq, collectives, by_rank, at_seq, tracks_state, unreadable) -> RankState:
@@ -293,7 +295,7 @@ def _missing(name, desc, lost, pending, label, waiting, waited_on) -> Finding:
     text = f"{ranks_label(lost)} left no dump (process group {group_label(name, desc)}"
     if pending is not None:
         verb = "waited on" if waited_on else "last entered"
-        text += f"; {_count(waiting)} {verb} {label}"
+        text += f"; {count_label(waiting)} {verb} {label}"
     seq, op = (pending.seq, pending.op) if pending is not None else (None, None)
     return Finding(FindingKind.MISSING_DUMP, name, desc, seq, op, lost, waiting, False, text + ")")
 
@@ -354,9 +356,8 @@ def _mismatch(name, desc, seq, at_seq: dict[int, Entry], fields: tuple[str, ...]
         odd = "; ".join(
             f"{ranks_label(members)} {_describe(fields, values, op, seq)}" for values, members in ordered[1:]
         )
-        text = (
-            f"{odd} where {_count(len(ordered[0][1]))} {_describe(fields, ordered[0][0], op)} (process group {where})"
-        )
+        majority = f"{count_label(len(ordered[0][1]))} {_describe(fields, ordered[0][0], op)}"
+        text = f"{odd} where {majority} (process group {where})"
     else:
         ranks = tuple(sorted(at_seq))
         text = f"process group {where} disagrees at #{seq}: " + "; ".join(
@@ -395,8 +396,9 @@ def _peer(profiling_name: str, members: tuple[int, ...]) -> tuple[str, int, int]
     return (spec[0], first, second) if spec[0] == "send" else (spec[0], second, first)
 
 
-def _p2p_findings(name, desc, members, group_entries, by_rank, tracks_state) -> list[Finding]:
-    """Pending sends and receives whose peer holds all its p2p operations of the group and posted no match."""
+def _p2p_findings(name, desc, members, group_entries, by_rank, tracks_state, dumped_by) -> list[Finding]:
+    """Pending sends and receives whose peer holds all its p2p operations of the group and posted no match (and
+    that had waited their timeout by `dumped_by`, when it is known)."""
     if not tracks_state:
         return []
     channels: dict[tuple[str, int, int], list[Entry]] = {}  # (kind, source, destination) -> the poster's entries
@@ -416,7 +418,7 @@ def _p2p_findings(name, desc, members, group_entries, by_rank, tracks_state) -> 
             continue
         matching = len(channels.get(("recv" if kind == "send" else "send", source, destination), ()))
         for index, entry in enumerate(posted):
-            if index < matching or entry.state == "completed":
+            if index < matching or entry.state == "completed" or _waited([entry], dumped_by)[2]:
                 continue
             other = "recv" if kind == "send" else "send"
             text = (
@@ -442,15 +444,3 @@ def _p2p_findings(name, desc, members, group_entries, by_rank, tracks_state) -> 
 
 def _collective_label(collective: Collective) -> str:
     return f"{collective.op} #{collective.seq}"
-
-
-def group_label(name: str, desc: str) -> str:
-    return f"{name} ({desc})" if desc and desc not in ("undefined", name) else name
-
-
-def ranks_label(ranks) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {format_ranks(ranks)}"
-
-
-def _count(number: int) -> str:
-    return f"{number:,} rank" if number == 1 else f"{number:,} ranks"

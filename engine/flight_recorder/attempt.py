@@ -15,11 +15,24 @@ from dataclasses import dataclass
 
 from engine.context import AttemptContext, TraceFile
 from engine.flight_recorder import unpickle
-from engine.flight_recorder.analysis import Finding, RankState, Report, analyse, format_ranks, group_label, ranks_label
+from engine.flight_recorder.analysis import analyse
 from engine.flight_recorder.dumps import Dump, parse_dump, rank_files
 from engine.flight_recorder.errors import DumpError
+from engine.flight_recorder.findings import (
+    Finding,
+    RankState,
+    Report,
+    format_ranks,
+    group_label,
+    ranks_label,
+    waited_text,
+)
+from engine.flight_recorder.verdict import verdict
 
 FOLDER = "traces/flight_recorder"
+# The dumps were written by the attempt's end, as the scheduler records it (to the second) on its own clock: the
+# bound allows this much for the rounding and the nodes' clocks (a hang waited its timeout before it was dumped).
+CLOCK_SLACK_S = 2.0
 # What the page calls each state at the collective a group waits on (completed / waited / never arrived).
 BUCKETS = {
     RankState.COMPLETED: ("completed", "completed"),
@@ -27,6 +40,7 @@ BUCKETS = {
     RankState.SCHEDULED: ("waited", "waited in it"),
     RankState.ENQUEUED: ("waited", "waited in it"),
     RankState.NEVER_ENQUEUED: ("never_arrived", "never arrived"),
+    RankState.HELD: ("held", "held in another group's hung collective"),
     RankState.NO_DUMP: ("no_dump", "left no dump"),
     RankState.UNKNOWN: ("unknown", "unknown (dump unreadable, empty or overwritten)"),
 }
@@ -44,6 +58,7 @@ class Culprit:
     ranks: tuple[int, ...]
     time: float | None  # unix seconds: when the first rank enqueued the operation named (None when none is)
     ref: str  # the dump of the culprit's first rank, or the folder when it left none
+    verdict: str  # a culprit's: the line naming every rank the dumps blame, with its nodes; else the finding's line
 
     def captures(self) -> dict[str, str]:
         """What a `flight_recorder` rule may filter on and its summary may name."""
@@ -61,6 +76,7 @@ class Culprit:
             "waited": str(finding.waiting),
             "p2p": "true" if finding.p2p else "false",
             "detail": finding.text,
+            "verdict": self.verdict,
         }
 
     @property
@@ -73,8 +89,9 @@ class Culprit:
 
 
 CAPTURES = frozenset(
-    ("kind", "rank", "ranks", "culprits", "process_group", "pg_name", "pg_desc", "seq", "op", "waited", "p2p", "detail")
-)
+    ("kind", "rank", "ranks", "culprits", "process_group", "pg_name", "pg_desc", "seq", "op", "waited", "p2p", "detail",
+     "verdict")
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,6 +105,7 @@ class AttemptDumps:
     complete: bool  # whether the connector that gathered them gathered every dump it found
     report: Report | None  # None when no dump could be read
     culprits: tuple[Culprit, ...]
+    verdict: str = ""  # the line naming every rank the dumps blame, with its nodes ("" when none is)
 
     def source(self) -> dict:
         """The diagnosis's `sources` entry: what was read and what could not be."""
@@ -124,6 +142,7 @@ class AttemptDumps:
             "unreadable": len(self.problems),
             "world_size": report.world_size if report else self.world_size,
             "healthy": bool(report and report.healthy),
+            "verdict": self.verdict,
             "groups": [],
             "quiet_groups": 0,
             "findings": [],
@@ -136,6 +155,8 @@ class AttemptDumps:
             buckets: dict[str, tuple[str, list[int]]] = {}
             for state_group in group.states:
                 key, label = BUCKETS[state_group.state]
+                if group.in_flight and state_group.state == RankState.NEVER_ENQUEUED:
+                    label = "not arrived yet"
                 buckets.setdefault(key, (label, []))[1].extend(state_group.ranks)
             out["groups"].append(
                 {
@@ -144,6 +165,9 @@ class AttemptDumps:
                     "op": group.pending.op,
                     "seq": group.pending.seq,
                     "waited_on": group.waited_on,
+                    "in_flight": group.in_flight,
+                    "waited": waited_text(group) if group.waited_s is not None and group.waited_on else "",
+                    "membership": group.membership,
                     "states": [
                         {"state": key, "label": label, "ranks": format_ranks(ranks), "count": len(ranks)}
                         for key, (label, ranks) in buckets.items()
@@ -204,7 +228,9 @@ def attempt_dumps(context: AttemptContext) -> AttemptDumps | None:
     unreadable = frozenset(ranked) - {dump.rank for dump in dumps}
     if not complete:  # a rank without a dump may just not have been gathered: unknown, not lost
         unreadable |= frozenset(range(world_size or 0)) - {dump.rank for dump in dumps}
-    report = analyse(dumps, world_size=world_size, unreadable=unreadable)
+    report = analyse(
+        dumps, world_size=world_size, unreadable=unreadable, dumped_by=attempt.end.timestamp() + CLOCK_SLACK_S
+    )
 
     def node_of(rank: int) -> str | None:
         if attempt.ranks:
@@ -212,6 +238,11 @@ def attempt_dumps(context: AttemptContext) -> AttemptDumps | None:
         return attempt.nodes[0] if len(attempt.nodes) == 1 else None
 
     times = _first_times(dumps)
+
+    def first(finding: Finding) -> float:
+        return times.get((finding.process_group, finding.p2p, finding.seq), float("inf"))
+
+    blamed = verdict(report.culprits, node_of, first)
     culprits = []
     for finding in report.findings:
         on_node: dict[str | None, list[int]] = defaultdict(list)
@@ -221,9 +252,9 @@ def attempt_dumps(context: AttemptContext) -> AttemptDumps | None:
         for node in sorted(on_node, key=lambda name: (name is None, name or "")):
             ranks = tuple(on_node[node])
             ref = f"{FOLDER}/{ranked[ranks[0]]}" if ranks[0] in ranked else FOLDER
-            culprits.append(Culprit(finding, node, ranks, time, ref))
+            culprits.append(Culprit(finding, node, ranks, time, ref, blamed if finding.blames else finding.text))
     return AttemptDumps(len(files), tuple(dumps), tuple(problems), ignored, world_size, placed, complete, report,
-                        tuple(culprits))  # fmt: skip
+                        tuple(culprits), blamed)  # fmt: skip
 
 
 def _read(trace: TraceFile) -> bytes:

@@ -90,6 +90,9 @@ class Dump:
     entries: tuple[Entry, ...]
     groups: tuple[GroupConfig, ...]  # sorted by name; groups with an empty name (Gloo's) left out
     status: tuple[GroupStatus, ...]  # sorted by pg_id
+    # Gloo's record under an empty name: the ranks of the last group this rank created (torch 2.14: group-local,
+    # 0..n-1; 2.13: global for the default group, none for a subgroup); None when the dump has no such record
+    unnamed_ranks: tuple[int, ...] | None = None
 
 
 def read_dump_dir(directory: str | os.PathLike, *, prefix: str | None = None) -> tuple[Dump, ...]:
@@ -177,6 +180,7 @@ def _dump(raw: object, *, name: str, rank: int, kind: str) -> Dump:
     entries = raw.get("entries", [])
     if not isinstance(entries, list):
         raise DumpError(f"{name}: field entries: expected a list, got {type(entries).__name__}")
+    groups, unnamed = _groups(raw.get("pg_config", {}), name)
     return Dump(
         rank=rank,
         file=name,
@@ -184,8 +188,9 @@ def _dump(raw: object, *, name: str, rank: int, kind: str) -> Dump:
         version=version,
         comm_lib_version=_text(raw, "comm_lib_version", name, default=""),
         entries=_entries(entries, name),
-        groups=_groups(raw.get("pg_config", {}), name),
+        groups=groups,
         status=_status(raw.get("pg_status", {}), name),
+        unnamed_ranks=unnamed,
     )
 
 
@@ -318,19 +323,23 @@ def _frames(value: object, where: str, known: dict[int, Frame]) -> tuple[Frame, 
     return tuple(frames)
 
 
-def _groups(raw: object, name: str) -> tuple[GroupConfig, ...]:
+def _groups(raw: object, name: str) -> tuple[tuple[GroupConfig, ...], tuple[int, ...] | None]:
+    """The named groups' configurations, and the ranks recorded under an empty name (Gloo's, torch 2.13 and 2.14:
+    each group created overwrites it, so it holds the last one's)."""
     if not isinstance(raw, dict):
         raise DumpError(f"{name}: field pg_config: expected a dict, got {type(raw).__name__}")
-    groups = []
+    groups, unnamed = [], None
     for key, config in raw.items():
         where = f"{name}: pg_config {key!r:.40}"
         if not isinstance(config, dict):
             raise DumpError(f"{where}: expected a dict, got {type(config).__name__}")
         group_name = _text(config, "name", where)
+        ranks = _ranks(config.get("ranks"), where)
         if not group_name:
-            continue  # Gloo (torch 2.13, 2.14) records its groups under an empty name: nothing to tell them apart
-        groups.append(GroupConfig(group_name, _text(config, "desc", where), _ranks(config.get("ranks"), where)))
-    return tuple(sorted(groups, key=lambda group: group.name))
+            unnamed = ranks
+            continue
+        groups.append(GroupConfig(group_name, _text(config, "desc", where), ranks))
+    return tuple(sorted(groups, key=lambda group: group.name)), unnamed
 
 
 def _ranks(value: object, where: str) -> tuple[int, ...]:

@@ -19,15 +19,19 @@ import io
 import pickle
 import pickletools
 import struct
+from gc import get_referents as _referents
 
 from engine.flight_recorder.errors import DumpError, PickleRefused
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_VALUES = 4_000_000
+_READ_AHEAD = 64 * 1024
 
 _OPCODE_NAMES = {op.code.encode("latin-1")[0]: op.name for op in pickletools.opcodes}
-_KEY_TYPES = frozenset((str, int, float, bool, bytes, type(None)))
+_KEY_TYPES = frozenset((str, int, float, bool, bytes, type(None), tuple))  # a tuple key is checked like a value
+_CONTAINERS = frozenset((dict, list, tuple))
+_PLAIN = _CONTAINERS | _KEY_TYPES
 
 # The opcodes understood, by their byte (pickletools.opcodes documents each).
 MARK, STOP, POP, POP_MARK, DUP = 0x28, 0x2E, 0x30, 0x31, 0x32
@@ -47,7 +51,9 @@ def loads(data: bytes, *, name: str, max_depth: int = MAX_DEPTH, max_values: int
         raise DumpError(f"{name}: {len(data):,} bytes, more than the {MAX_BYTES:,} a dump may have")
     if not copyreg._extension_registry and not copyreg._extension_cache:
         try:
-            value = _NoObjects(io.BytesIO(data)).load()
+            # a buffered reader lends the C unpickler `peek`, so that it reads ahead instead of calling read() for
+            # every opcode (the dumps are protocol 2: no frames)
+            value = _NoObjects(io.BufferedReader(io.BytesIO(data), _READ_AHEAD)).load()
             check_plain(value, name=name, max_depth=max_depth, max_values=max_values)
         except Exception:  # noqa: BLE001 - whatever it was, the interpreter names it
             pass
@@ -67,48 +73,27 @@ class _NoObjects(pickle.Unpickler):
 def check_plain(value: object, *, name: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> None:
     """Refuse anything but plain data nested at most `max_depth` deep with at most `max_values` values in all.
 
-    A container reachable several times counts each time (so an exponentially shared structure is refused), but is
-    walked once: what it holds, and how deep, is kept by its id (PyTorch shares each stack frame between entries).
+    A value reachable several times counts each time (so an exponentially shared structure is refused), and a
+    container inside itself is nested without end. The walk goes level by level, and each level costs two passes of
+    the interpreter's own C loops: `gc.get_referents` lists what a level's containers hold (a dict's values, and its
+    keys too unless they are all strings: so non-string keys are checked like values), and a set of their types
+    refuses anything but plain data. It stops at the first level past either bound.
     """
-    scalars = _KEY_TYPES
-    known: dict[int, tuple[int, int]] = {}  # container id -> (values reachable from it, its height); (-1, 0) inside it
-
-    def visit(item: object, depth: int) -> tuple[int, int]:
-        seen = known.get(id(item))
-        if seen is not None:
-            if seen[0] < 0:
-                raise DumpError(f"{name}: a container inside itself")
-            if depth + seen[1] > max_depth:
-                raise DumpError(f"{name}: nested more than {max_depth} deep")
-            return seen
+    plain, containers, referents = _PLAIN.issuperset, _CONTAINERS.isdisjoint, _referents
+    level, depth, count = [value], 1, 1
+    while True:
+        kinds = set(map(type, level))
+        if not plain(kinds):
+            raise DumpError(f"{name}: a value of type {min(kind.__name__ for kind in kinds - _PLAIN)}")
+        if containers(kinds):
+            return
         if depth > max_depth:
             raise DumpError(f"{name}: nested more than {max_depth} deep")
-        kind = type(item)
-        if kind is dict:
-            for key in item:
-                if type(key) not in scalars:
-                    raise DumpError(f"{name}: a dict key of type {type(key).__name__}")
-            children, count = item.values(), 1 + len(item)
-        elif kind is list or kind is tuple:
-            children, count = item, 1
-        else:
-            raise DumpError(f"{name}: a value of type {kind.__name__}")
-        known[id(item)] = (-1, 0)
-        height = 0
-        for child in children:
-            if type(child) in scalars:
-                count += 1
-                continue
-            values, below = visit(child, depth + 1)
-            count += values
-            height = max(height, below + 1)
-            if count > max_values:
-                raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
-        known[id(item)] = (count, height)
-        return count, height
-
-    if type(value) not in scalars and visit(value, 1)[0] > max_values:
-        raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
+        level = referents(*level)
+        count += len(level)
+        if count > max_values:
+            raise DumpError(f"{name}: more than {max_values:,} values (shared structure?)")
+        depth += 1
 
 
 def interpret(data: bytes, *, name: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> object:

@@ -32,8 +32,9 @@ def real_case(tmp_path: Path, case: str, folder: str = "", **attempt) -> Path:
     record = {
         "nodes": sorted(set(placed.values())),
         "ranks": {str(rank): node for rank, node in placed.items()},
-        "start": "2026-12-03T12:45:00Z",
-        "end": "2026-12-03T12:55:00Z",
+        # the job's window: as make_dumps.py recorded it (the torch 2.14.1 cases), else around the day's runs
+        "start": made_by.get("started_at", "2026-12-03T12:45:00Z"),
+        "end": made_by.get("ended_at", "2026-12-03T12:55:00Z"),
         **attempt,
     }
     logs = {"torchrun.log": (DUMPS / case / "torchrun.log").read_text()}
@@ -195,7 +196,7 @@ def test_without_a_rank_map_a_multi_node_culprit_has_no_node(tmp_path):
     (bundle / "attempt.json").write_text(json.dumps(record))
     result = diagnose_bundle(bundle)
     assert (result["root_cause"]["rule"], result["root_cause"]["nodes"]) == ("fr.never_entered", [])
-    assert "Rank 2 on the job never entered" in result["root_cause"]["summary"]
+    assert result["root_cause"]["summary"].startswith("Rank 2 (not placed on a node) never entered gloo:all_reduce #4")
     source = next(s for s in result["sources"] if s["name"] == "flight_recorder")
     assert "ranks not placed on nodes" in source["detail"]
 
@@ -232,21 +233,26 @@ def megatron(minute: int) -> str:
     )
 
 
-def nccl_hang(tmp_path: Path, *, culprit: int = 13, state: str = "missing", syslog: dict | None = None) -> Path:
-    """Rank ``culprit`` stops before all_reduce #3106 (``missing``: never enqueues it; ``scheduled``: enqueues it
-    but its stream never starts it); the other ranks started it and wait; every watchdog fires 30 minutes later; the
-    scheduler cancels the job at its time limit."""
+def nccl_hang(
+    tmp_path: Path, *, culprit: int | tuple[int, ...] = 13, state: str = "missing", syslog: dict | None = None
+) -> Path:
+    """Rank ``culprit`` (or each of them) stops before all_reduce #3106 (``missing``: never enqueues it;
+    ``scheduled``: enqueues it but its stream never starts it); the other ranks started it and wait; every watchdog
+    fires 30 minutes later; the scheduler cancels the job at its time limit."""
+    culprits = culprit if isinstance(culprit, tuple) else (culprit,)
     traces = {}
     for rank in range(16):
         entries = [nccl_entry(seq, "completed", HANG_AT * 10**9 - (3106 - seq) * 10**9) for seq in range(3090, 3106)]
-        if rank != culprit:
+        if rank not in culprits:
             entries.append(nccl_entry(3106, "started", HANG_AT * 10**9 + rank))
         elif state == "scheduled":
             entries.append(nccl_entry(3106, "scheduled", HANG_AT * 10**9 + rank))
         dump = {"version": "2.10", "comm_lib_version": "2.21.5", "pg_config": {"0": {"name": "0", "desc":
                 "default_pg", "ranks": str(list(range(16)))}}, "pg_status": {}, "entries": entries}  # fmt: skip
         traces[f"nccl_trace_rank_{rank}"] = pickle.dumps(dump, protocol=2)
-    lines = [megatron(minute) for minute in range(0, 40)] + [WATCHDOG.format(r=r) for r in range(16) if r != culprit]
+    lines = [megatron(minute) for minute in range(0, 40)] + [
+        WATCHDOG.format(r=r) for r in range(16) if r not in culprits
+    ]
     lines.append("slurmstepd: error: *** JOB 48213 ON node01 CANCELLED AT 2026-11-02T12:00:00 DUE TO TIME LIMIT ***")
     logs = {"slurm-48213.out": lines, **(syslog or {})}
     return make_bundle(
@@ -261,11 +267,24 @@ def test_rank_13_on_its_node_never_entered_all_reduce_3106_and_the_hang_rules_ag
     root = result["root_cause"]
     assert (root["rule"], root["nodes"], root["time"]) == ("fr.never_entered", ["node04"], "2026-11-02T09:40:00Z")
     assert root["summary"] == (
-        "Rank 13 on node04 never entered nccl:all_reduce #3106; 15 ranks waited in it (process group 0 (default_pg))"
+        "Rank 13 on node04 never entered nccl:all_reduce #3106 (process group 0 (default_pg); 15 ranks waited)"
     )
     roles = {symptom["rule"]: symptom["role"] for symptom in result["symptoms"]}
     # the watchdog timeouts, the stall the hang rule saw and the scheduler's verdict are its cascade
     assert roles["nccl.watchdog_timeout"] == roles["hang.collective"] == roles["slurm.time_limit"] == "cascade"
+
+
+def test_the_summary_names_every_culprit_and_its_node_as_the_nodes_do(tmp_path):
+    result = diagnose_bundle(nccl_hang(tmp_path, culprit=(2, 13)))
+    root = result["root_cause"]
+    assert (root["rule"], root["nodes"], root["action"]) == ("fr.never_entered", ["node01", "node04"], "INSPECT_NODE")
+    assert root["summary"] == (
+        "Ranks 2, 13 on node01, node04 never entered nccl:all_reduce #3106 (process group 0 (default_pg); "
+        "14 ranks waited)"
+    )
+    result = diagnose_bundle(nccl_hang(tmp_path / "pair", culprit=(12, 13)))
+    assert result["root_cause"]["nodes"] == ["node04"]
+    assert result["root_cause"]["summary"].startswith("Ranks 12-13 on node04 never entered nccl:all_reduce #3106")
 
 
 def test_a_rank_that_enqueued_but_never_started_is_named_too(tmp_path):
@@ -356,3 +375,63 @@ def test_a_thousand_ranks_summarise_in_a_few_lines(tmp_path):
     (finding,) = summary["findings"]
     assert finding["nodes"] == [{"node": "n076", "ranks": "613", "count": 1}]
     assert len(json.dumps(summary)) < 8000  # every third rank completed: the widest ranges of all
+
+
+# -- the torch 2.14.1 cases of several process groups, each bundled with its own torchrun.log and job window ---------
+
+
+@pytest.mark.parametrize(
+    ("case", "missed"),
+    [
+        ("cross_group", "gloo:all_reduce #4 (process group 6 (dp); 3 ranks waited)"),
+        ("four_groups", "gloo:broadcast #4 (process group 7 (pp); 1 rank waited)"),
+        ("first_collective", "gloo:all_reduce #1 (process group 1 (late); 2 ranks waited)"),
+    ],
+)
+def test_the_one_rank_that_stalled_is_the_root_cause_whatever_waited_for_it(tmp_path, case, missed):
+    made_by = json.loads((DUMPS / case / "MADE_BY.json").read_text())
+    culprit, node = made_by["culprit"], RANK_MAP[made_by["culprit"]]
+    result = diagnose_bundle(real_case(tmp_path, case))
+    root = result["root_cause"]
+    assert (result["outcome"], root["rule"], root["nodes"]) == ("attributed", "fr.never_entered", [node])
+    assert root["summary"].startswith(f"Rank {culprit} on {node} never entered ")
+    assert missed in root["summary"]  # with, in the order they were entered, the others it never entered
+    blamed = {item["node"] for item in result["evidence"] if item["source"] == "flight_recorder"}
+    assert blamed == {node}  # the ranks that waited elsewhere name no node
+
+
+def test_a_snapshot_of_a_cancelled_job_leaves_the_cancellation_standing(tmp_path):
+    made_by = json.loads((DUMPS / "snapshot" / "MADE_BY.json").read_text())
+    result = diagnose_bundle(real_case(tmp_path, "snapshot", state="CANCELLED", exit_code="0:15",
+                                       reason="cancelled by its user"))  # fmt: skip
+    assert (result["outcome"], result["root_cause"]["rule"]) == ("attributed", "slurm.cancelled")
+    assert not any(item["source"] == "flight_recorder" for item in result["evidence"])
+    summary = load_bundle_summary(tmp_path / "snapshot")
+    assert summary["verdict"] == ""
+    [group] = summary["groups"]
+    assert group["in_flight"]
+    assert group["waited"].endswith("of its 60 s timeout by the dump")
+    assert {state["label"] for state in group["states"]} == {"waited in it", "not arrived yet"}
+    assert made_by["cancelled_at"] < made_by["ended_at"]
+
+
+def load_bundle_summary(bundle: Path) -> dict:
+    from engine.flight_recorder.attempt import attempt_dumps
+
+    return attempt_dumps(load_bundle(bundle)).summary()
+
+
+def test_ranks_waiting_for_each_other_in_two_groups_are_the_programs_deadlock(tmp_path):
+    # rank 0 entered group 1's all_reduce #1, rank 1 group 2's: each waits for the other; no rank is blamed
+    traces = {}
+    for rank, group in ((0, "1"), (1, "2")):
+        entry = nccl_entry(1, "started", HANG_AT * 10**9) | {"process_group": (group, "undefined"), "pg_id": 1}
+        config = {name: {"name": name, "desc": "undefined", "ranks": "[0, 1]"} for name in ("1", "2")}
+        dump = {"version": "2.10", "comm_lib_version": "2.21.5", "pg_config": config, "pg_status": {},
+                "entries": [entry]}  # fmt: skip
+        traces[f"nccl_trace_rank_{rank}"] = pickle.dumps(dump, protocol=2)
+    bundle = make_bundle(tmp_path, logs={"train.log": ["start"]}, traces=traces, end="2026-11-02T12:00:00Z",
+                         state="TIMEOUT", exit_code="0:15", tasks_per_node=1)  # fmt: skip
+    root = diagnose_bundle(bundle)["root_cause"]
+    assert (root["rule"], root["nodes"], root["action"]) == ("fr.cross_group_deadlock", [], "FIX_APPLICATION")
+    assert root["summary"].startswith("Deadlocked program: ranks 0-1 wait for one another in different process groups")

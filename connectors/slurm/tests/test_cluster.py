@@ -85,12 +85,13 @@ def slurm_jobs(slurm, tmp_path_factory):
 
 
 def _dumps_of_now(folder: Path) -> Path:
-    """The real straggler dumps (their JSON form: rank 2 never entered all_reduce #4), with their times moved to
-    now, so that they fall in the window of the job that leaves them."""
+    """The real straggler dumps (their JSON form: rank 2 never entered all_reduce #4), with their times moved to a
+    minute ago, so that they fall in the window of the job that leaves them (within its scope margin) and its ranks
+    had waited past the collective's 5 s timeout when it ended, as in the real run: a hang, not a snapshot."""
     folder.mkdir()
     documents = {path.name: json.loads(path.read_text()) for path in (STRAGGLER / "json").glob("rank_*")}
     first = min(entry["time_created_ns"] for document in documents.values() for entry in document["entries"])
-    shift = time.time_ns() - first
+    shift = time.time_ns() - 60 * 10**9 - first
     for name, document in documents.items():
         for entry in document["entries"]:
             for key in ("time_created_ns", "time_discovered_started_ns", "time_discovered_completed_ns"):

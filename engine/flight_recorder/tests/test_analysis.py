@@ -5,6 +5,8 @@ unmatched point-to-point operations. The result does not depend on the order of 
 import json
 import pickle
 import random
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -261,3 +263,180 @@ def test_a_thousand_ranks_fit_on_a_page():
         "ranks 13, 200-201 never entered nccl:all_reduce #3 (process group 0 (default_pg); 1,020 ranks waited)",
         "rank 700 left no dump (process group 0 (default_pg); 1,020 ranks waited on nccl:all_reduce #3)",
     ]
+
+
+# The torch 2.14.1 cases of several process groups (contrib/flight_recorder/make_dumps.py), analysed as the engine does:
+# the dumps were written by the attempt's end (MADE_BY.json's ended_at, when torchrun exited).
+
+
+def group_case(name: str, *, timed: bool = True):
+    made_by = json.loads((DUMPS / name / "MADE_BY.json").read_text())
+    ended = datetime.fromisoformat(made_by["ended_at"]).timestamp() if timed else None
+    return made_by, analyse(read_dump_dir(DUMPS / name), world_size=made_by["ranks"], dumped_by=ended)
+
+
+def states(report, group: str) -> dict:
+    return {g.state: g.ranks for g in next(r for r in report.groups if r.process_group == group).states}
+
+
+def test_ranks_held_in_another_groups_collective_are_not_blamed():
+    made_by, report = group_case("cross_group")
+    culprit = made_by["culprit"]  # sleeps before its data-parallel all_reduce #4
+    assert kinds(report) == [
+        (FindingKind.NEVER_ENQUEUED, "0", 4, (culprit,)),
+        (FindingKind.NEVER_ENQUEUED, "6", 4, (5,)),
+    ]
+    # ranks 1, 3, 7 never reached the default group's #4: they wait for rank 5 in the odd ranks' data group
+    assert states(report, "0") == {
+        RankState.ENQUEUED: (0, 2, 4, 6),
+        RankState.NEVER_ENQUEUED: (culprit,),
+        RankState.HELD: (1, 3, 7),
+    }
+    assert report.findings[0].text == (
+        "rank 5 never entered gloo:all_reduce #4 (process group 0 (default_pg); 4 ranks waited; ranks 1, 3, 7 "
+        "waited in other groups' hung collectives)"
+    )
+    assert {finding.ranks for finding in report.culprits} == {(culprit,)}
+
+
+def test_four_groups_blame_the_rank_that_stalled_in_the_pipeline_group():
+    made_by, report = group_case("four_groups")
+    culprit = made_by["culprit"]  # a second-stage rank: sleeps before the pipeline broadcast of step 4
+    assert {finding.ranks for finding in report.findings} == {(culprit,)}
+    assert [(f.process_group, f.pg_desc, f.op) for f in report.findings] == [
+        ("0", "default_pg", "gloo:all_reduce"),
+        ("7", "pp", "gloo:broadcast"),
+        ("11", "dp", "gloo:all_reduce"),
+    ]
+    # rank 2 (the broadcast's root) waits for rank 6 in the pipeline group, so rank 0 waits for rank 2 in their data
+    # group; neither is blamed, in the data group nor in the default group
+    assert states(report, "9") == {RankState.ENQUEUED: (0,), RankState.HELD: (2,)}
+    assert states(report, "0")[RankState.HELD] == (0, 2, 4)
+
+
+def test_a_member_that_never_reached_a_new_groups_first_collective_is_found_from_the_records():
+    made_by, report = group_case("first_collective")
+    culprit = made_by["culprit"]
+    late = next(group for group in report.groups if group.pg_desc == "late")
+    assert (late.members, late.membership) == ((1, 2, 3), "inferred")
+    assert kinds(report) == [(FindingKind.NEVER_ENQUEUED, "1", 1, (culprit,))]
+    assert report.findings[0].text == (
+        "rank 3 never entered gloo:all_reduce #1 (process group 1 (late); 2 ranks waited)"
+    )
+
+
+def test_without_gloos_record_of_the_last_group_its_unseen_member_stays_unseen():
+    dumps = [replace(dump, unnamed_ranks=None) for dump in read_dump_dir(DUMPS / "first_collective")]
+    report = analyse(dumps, world_size=4)
+    late = next(group for group in report.groups if group.pg_desc == "late")
+    assert (late.members, late.membership) == ((1, 2), "entries")
+    assert report.findings == ()
+
+
+def test_a_record_of_another_size_rules_a_rank_out():
+    # torch 2.14 records the last group a rank created as group-local ranks: rank 0 (not a member) the world's 4,
+    # rank 3 the new group's 3. Were rank 0's 3 as well, two ranks could be the missing member: none is named.
+    dumps = [
+        replace(dump, unnamed_ranks=(0, 1, 2)) if dump.rank == 0 else dump
+        for dump in read_dump_dir(DUMPS / "first_collective")
+    ]
+    assert next(g for g in analyse(dumps, world_size=4).groups if g.pg_desc == "late").membership == "entries"
+
+
+def test_a_snapshot_of_collectives_in_flight_is_no_hang():
+    _, report = group_case("snapshot")
+    default = report.groups[0]
+    # rank 1 computes longest: when the job was cancelled the others had just entered all_reduce #N
+    assert default.in_flight
+    assert default.waited_on
+    assert default.timeout_s == 60
+    assert default.waited_s < 60
+    assert states(report, "0")[RankState.NEVER_ENQUEUED] == (1,)
+    assert report.findings == ()
+    assert report.culprits == ()
+    assert "in flight gloo:all_reduce" in report.summary().splitlines()[0]
+    # without the time of the dump the same snapshot reads as a straggler
+    _, untimed = group_case("snapshot", timed=False)
+    assert [finding.ranks for finding in untimed.findings] == [(1,)]
+
+
+def test_a_bound_older_than_what_the_dumps_recorded_is_not_used():
+    # the dumps of 2026-12-03 against an attempt that ended a month before: the clocks disagree, the time tells nothing
+    dumps = read_dump_dir(DUMPS / "straggler")
+    report = analyse(dumps, world_size=4, dumped_by=datetime(2026, 11, 2, tzinfo=UTC).timestamp())
+    assert kinds(report) == [(FindingKind.NEVER_ENQUEUED, "0", 4, (2,))]
+    assert report.groups[0].waited_s is None
+
+
+def test_the_earlier_cases_read_the_same_with_the_time_of_their_dumps():
+    for name in ("straggler", "dead", "size_mismatch", "dtype_mismatch", "wrong_op", "healthy"):
+        made_by = json.loads((DUMPS / name / "MADE_BY.json").read_text())
+        dumps = read_dump_dir(DUMPS / name)
+        later = datetime(2026, 12, 3, 12, 55, tzinfo=UTC).timestamp()  # their torchrun.log's day, after the run
+        assert kinds(analyse(dumps, world_size=made_by["ranks"], dumped_by=later)) == kinds(
+            analyse(dumps, world_size=made_by["ranks"])
+        )
+
+
+@pytest.mark.parametrize("name", ["cross_group", "first_collective", "snapshot", "four_groups"])
+def test_the_group_cases_do_not_depend_on_the_order_of_the_files(name):
+    made_by, expected = group_case(name)
+    dumps = list(read_dump_dir(DUMPS / name))
+    random.Random(7).shuffle(dumps)
+    ended = datetime.fromisoformat(made_by["ended_at"]).timestamp()
+    assert analyse(dumps, world_size=made_by["ranks"], dumped_by=ended) == expected
+
+
+def test_ranks_that_wait_for_each_other_in_two_groups_are_a_deadlock():
+    # rank 0 entered group 1's #1 and waits there for rank 1; rank 1 entered group 2's #1 and waits there for rank 0
+    per_rank = {
+        0: [nccl_entry(1, "started", group="1")],
+        1: [nccl_entry(1, "started", group="2")],
+    }
+    report = analyse(nccl_dumps(per_rank, {"1": [0, 1], "2": [0, 1]}))
+    assert kinds(report) == [(FindingKind.DEADLOCK, "1", None, (0, 1))]
+    assert report.findings[0].text.startswith("ranks 0-1 wait for one another in different process groups (rank 0 in")
+    assert report.culprits == ()
+
+
+def test_a_rank_held_by_a_group_that_waits_on_a_lost_rank_is_not_blamed():
+    # ranks 0-1 wait in group 1 for rank 2, which left no dump; rank 1 therefore never reached the default #2
+    per_rank = {
+        0: [nccl_entry(1), nccl_entry(2, "started"), nccl_entry(1, "started", group="1")],
+        1: [nccl_entry(1), nccl_entry(1, "started", group="1")],
+        3: [nccl_entry(1), nccl_entry(2, "started")],
+    }
+    report = analyse(nccl_dumps(per_rank, {"0": [0, 1, 2, 3], "1": [0, 1, 2]}))
+    assert [(f.kind, f.process_group, f.ranks) for f in report.findings] == [
+        (FindingKind.MISSING_DUMP, "0", (2,)),
+        (FindingKind.MISSING_DUMP, "1", (2,)),
+    ]
+    assert states(report, "0")[RankState.HELD] == (1,)
+
+
+def test_an_all_gathers_outputs_give_its_groups_size():
+    # group 5's members seen are 4 and 6, its all_gather has 3 outputs: the third member is the rank whose record
+    # allows it (rank 7's; ranks 0-3 and 5 record the default group's 8 ranks)
+    sizes = ((4,), (4,), (4,))
+    per_rank = {rank: [nccl_entry(1)] for rank in range(8)}
+    for rank in (4, 6):
+        per_rank[rank].append(
+            nccl_entry(1, "started", op="all_gather", group="5")
+            | {"input_sizes": [[4]], "output_sizes": [list(size) for size in sizes], "output_dtypes": ["Float"] * 3}
+        )
+    dumps = [
+        replace(dump, unnamed_ranks=(0, 1, 2) if dump.rank == 7 else tuple(range(8)))
+        for dump in nccl_dumps(per_rank, {"0": list(range(8))})
+    ]
+    report = analyse(dumps)
+    group = next(g for g in report.groups if g.process_group == "5")
+    assert (group.members, group.membership) == ((4, 6, 7), "inferred")
+    assert [(f.process_group, f.ranks) for f in report.findings] == [("5", (7,))]
+
+
+def test_an_unmatched_send_still_in_its_timeout_names_no_peer():
+    per_rank = {rank: [nccl_entry(1)] for rank in range(2)}
+    per_rank[0].append(nccl_entry(1, "started", op="send 0->1", p2p_seq=1))
+    created = per_rank[0][-1]["time_created_ns"] / 1e9
+    assert analyse(nccl_dumps(per_rank), dumped_by=created + 10).findings == ()  # 10 s of 600
+    assert [f.ranks for f in analyse(nccl_dumps(per_rank), dumped_by=created + 601).findings] == [(1,)]
