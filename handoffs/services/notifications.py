@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from diagnoses.models import Diagnosis, Node
+from diagnoses.services import event_counts
 from handoffs import selectors
 from handoffs.channels import DeliveryError, rule_url, send
 from handoffs.models import Delivery, Incident, NotificationRule
@@ -226,12 +227,21 @@ def incident_deliver(*, incident_id: int, number: int, final: bool) -> bool:
     try:
         answer = send(incident.rule, message_of(incident))
     except DeliveryError as exc:
-        Delivery.objects.create(incident=incident, number=number, ok=False, answer=str(exc)[:1000])
+        with transaction.atomic():
+            _delivery_log(incident, number=number, ok=False, answer=str(exc))
+            if exc.permanent or final:
+                Incident.objects.filter(pk=incident.pk).update(state=Incident.State.FAILED)
         if exc.permanent or final:
-            Incident.objects.filter(pk=incident.pk).update(state=Incident.State.FAILED)
             logger.warning("notification %s failed for good after %d tries: %s", incident.pk, number, exc)
             return True
         return False
-    Delivery.objects.create(incident=incident, number=number, ok=True, answer=answer[:1000])
-    Incident.objects.filter(pk=incident.pk).update(state=Incident.State.SENT, sent=timezone.now())
+    with transaction.atomic():
+        _delivery_log(incident, number=number, ok=True, answer=answer)
+        Incident.objects.filter(pk=incident.pk).update(state=Incident.State.SENT, sent=timezone.now())
     return True
+
+
+def _delivery_log(incident: Incident, *, number: int, ok: bool, answer: str) -> None:
+    """A try in the delivery log, and counted (``faultline_notification_deliveries_total``)."""
+    Delivery.objects.create(incident=incident, number=number, ok=ok, answer=answer[:1000])
+    event_counts.events_count(event_counts.notification_delivery(incident.rule.channel, ok=ok))
