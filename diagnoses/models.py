@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from diagnoses.cluster_connectors import UPLOADS, check_cluster, check_source, connector_name
+from diagnoses.cluster_connectors import DEMO_SCHEDULER, UPLOADS, check_cluster, check_source, connector_name
 from engine.taxonomy import OUTCOMES
 from rules.models import RuleSetRevision
 
@@ -69,6 +69,11 @@ class Cluster(models.Model):
     @property
     def has_scheduler(self) -> bool:
         return self.connector != self.NO_SCHEDULER
+
+    @property
+    def has_demo_scheduler(self) -> bool:
+        """Its scheduler is the demo's (``connectors/demo.py``): drains are recorded in a file, no node is touched."""
+        return self.connector == DEMO_SCHEDULER
 
     def clean(self):
         self.connector = connector_name(self.connector)

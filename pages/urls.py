@@ -26,6 +26,7 @@ urlpatterns = [
     path("notifications/rules/", handoffs.notification_rule_save, name="notification-rule-add"),
     path("notifications/rules/<int:pk>", handoffs.notification_rule_save, name="notification-rule-change"),
     path("notifications/rules/<int:pk>/delete", handoffs.notification_rule_delete, name="notification-rule-delete"),
+    path("notifications/rules/<int:pk>/test", handoffs.notification_rule_test, name="notification-rule-test"),
     path("drains/", handoffs.drain_list, name="drain-list"),
     path("drains/propose", handoffs.drain_propose, name="drain-propose"),
     path("drains/<int:pk>/approve", handoffs.drain_approve, name="drain-approve"),

@@ -58,6 +58,22 @@ def rule_delete(*, rule: NotificationRule) -> None:
     rule.delete()
 
 
+def rule_test(*, rule: NotificationRule, user) -> str:
+    """Send a test message through the rule's channel now, whatever its trigger, filters and grouping; the endpoint's
+    answer, or ``DeliveryError``. The message has the documented body (an incident with no id, key ``test``, one item
+    of kind ``test``, and ``"test": true``); it joins no incident, and is neither logged as a delivery nor counted."""
+    now = timezone.now()
+    url = page_url(reverse("pages:notification-list")) + f"#rule-{rule.pk}"
+    text = f"a test of the notification rule {rule.name}, sent by {user.get_username()}"
+    item = {"kind": "test", "text": text, "url": url}
+    incident = Incident(rule=rule, key="test", opened=now, last_event=now, due=now, events=1, items=[item])
+    message = {**message_of(incident), "test": True}
+    message["incident"]["url"] = url
+    answer = send(rule, message)
+    logger.info("test message of notification rule %s sent by %s: %s", rule.name, user.get_username(), answer)
+    return answer
+
+
 # Events ----------------------------------------------------------------------------------------------------------
 
 
