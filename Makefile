@@ -18,12 +18,19 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## Create the virtualenv in .venv with every dependency
 
-run: $(STAMP) ## Run Faultline on http://localhost:8000 with demo data (SQLite in var/, tasks in-process)
+PORT ?= 8000
+# make run's own settings: plain HTTP on localhost, /metrics for localhost, notification links to this server, e-mail
+# printed to the terminal (no mail server here).
+RUN_ENV := DJANGO_SECURE_COOKIES=0 FAULTLINE_METRICS_NETWORKS=$${FAULTLINE_METRICS_NETWORKS:-127.0.0.1/32,::1/128} \
+	FAULTLINE_BASE_URL=$${FAULTLINE_BASE_URL:-http://localhost:$(PORT)} \
+	DJANGO_EMAIL_BACKEND=$${DJANGO_EMAIL_BACKEND:-django.core.mail.backends.console.EmailBackend}
+
+run: $(STAMP) ## Run Faultline on http://localhost:8000 (PORT=8001 for another) with demo data (SQLite in var/, tasks in-process)
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
-	$(BIN)/python manage.py load_demo --if-empty
-	$(BIN)/python manage.py demo_login
-	DJANGO_SECURE_COOKIES=0 $(BIN)/python manage.py serve 127.0.0.1:8000  # plain HTTP on localhost; periodic tasks in a thread
+	$(RUN_ENV) $(BIN)/python manage.py load_demo --if-empty
+	$(BIN)/python manage.py demo_login --url http://localhost:$(PORT)
+	$(RUN_ENV) $(BIN)/python manage.py serve 127.0.0.1:$(PORT)  # periodic tasks in a thread
 
 # Tests use PostgreSQL (pytest-django creates test_<name>) and Redis (the worker test's broker).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline

@@ -157,7 +157,8 @@ class AttemptSerializer(serializers.ModelSerializer):
 
 class AttemptAcceptedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    url = serializers.URLField()
+    url = serializers.URLField(help_text="The attempt in the API")
+    page_url = serializers.URLField(help_text="The attempt's page, where its diagnosis shows once analysed")
     analysis_state = serializers.CharField()
 
 

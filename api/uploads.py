@@ -5,7 +5,7 @@ import time
 from django.conf import settings
 from rest_framework.exceptions import APIException, ErrorDetail, ValidationError
 
-from diagnoses.bundle_store import BundleRejected, BundleTooLarge, LimitedReader
+from diagnoses.bundle_store import BundleRejected, BundleTooLarge, LimitedReader, upload_too_large, uploaded_file
 
 GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream")
 
@@ -40,7 +40,7 @@ class Conflict(APIException):
 def bundle_stream(request):
     """A binary stream of the posted ``.tar.gz``, limited to ``FAULTLINE_UPLOAD_MAX_BYTES``."""
     limit = settings.FAULTLINE_UPLOAD_MAX_BYTES
-    too_large = f"the upload is larger than {limit:,} bytes"
+    too_large = upload_too_large()
     media_type = request.content_type.split(";")[0].strip().lower()
     if media_type in GZIP_TYPES:
         length = request.META.get("CONTENT_LENGTH") or "0"
@@ -50,12 +50,7 @@ def bundle_stream(request):
             raise BundleRejected("the upload is empty (post the .tar.gz as the request body)")
         return LimitedReader(request.stream, limit, too_large)
     if media_type == "multipart/form-data":
-        upload = request.data.get("bundle")
-        if not hasattr(upload, "read"):
-            raise BundleRejected("the multipart field 'bundle' must hold the .tar.gz file")
-        if upload.size > limit:
-            raise BundleTooLarge(too_large)
-        return upload
+        return uploaded_file(request.data.get("bundle"))
     raise BundleRejected(
         f"unsupported content type {media_type or 'none'!r}: post the .tar.gz as application/gzip "
         "or as the multipart field 'bundle'"

@@ -53,9 +53,10 @@ BUNDLE_BODY = {"application/gzip": OpenApiTypes.BINARY, "multipart/form-data": B
 
 
 def accepted(attempt, request) -> Response:
-    """202 with the attempt's URL (also in ``Location``), where its analysis will show."""
+    """202 with the attempt's URL (also in ``Location``), where its analysis will show, and its page's."""
     url = request.build_absolute_uri(reverse("api:attempt-detail", args=[attempt.pk]))
-    body = {"id": attempt.pk, "url": url, "analysis_state": attempt.analysis_state}
+    page_url = request.build_absolute_uri(reverse("pages:attempt-detail", args=[attempt.pk]))
+    body = {"id": attempt.pk, "url": url, "page_url": page_url, "analysis_state": attempt.analysis_state}
     return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
 

@@ -134,6 +134,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "slurm": ("scheduler", "connectors.slurm.scheduler.SlurmScheduler"),
     "kueue": ("scheduler", "connectors.kubernetes.kueue.KueueScheduler"),
     "folder": ("scheduler", "connectors.folder.WatchedFolder"),
+    "demo": ("scheduler", "connectors.demo.DemoScheduler"),  # a watched folder that records drains: make run's demo
     "logfiles": ("logs", "connectors.logfiles.LogFileSource"),
     "loki": ("logs", "connectors.loki.source.LokiLogSource"),
     "prometheus": ("metrics", "connectors.prometheus.source.PrometheusMetricSource"),

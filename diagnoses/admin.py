@@ -87,7 +87,7 @@ class AttemptAdmin(admin.ModelAdmin):
                        "verdict_nodes", "verdict_review", "engine_disagrees", "needs_review")  # fmt: skip
 
     def save_model(self, request, obj, form, change):
-        """Save, and move the attempt in the daily rollup (its end, cluster or arrival may have changed); a deletion
+        """Save, and move the attempt in the daily rollup (its end or cluster may have changed); a deletion
         takes it out through ``pre_delete`` (``verdict_days.attempt_deleted``)."""
         with transaction.atomic():
             if change:

@@ -201,6 +201,21 @@ class LimitedReader:
         return data
 
 
+def upload_too_large() -> str:
+    """What refuses an upload past ``FAULTLINE_UPLOAD_MAX_BYTES`` (the API, the upload page and its script alike)."""
+    return f"the upload is larger than {settings.FAULTLINE_UPLOAD_MAX_BYTES:,} bytes"
+
+
+def uploaded_file(upload):
+    """The stream of a bundle posted as the multipart field ``bundle`` (``upload``: the field's file, or None), or
+    ``BundleRejected`` naming why not: the API and the upload page refuse with the same words."""
+    if not hasattr(upload, "read"):
+        raise BundleRejected("the multipart field 'bundle' must hold the .tar.gz file")
+    if upload.size > settings.FAULTLINE_UPLOAD_MAX_BYTES:
+        raise BundleTooLarge(upload_too_large())
+    return upload
+
+
 def locate(extracted: Path) -> Path:
     """The bundle directory inside an extracted archive: its top, or its one top-level directory."""
     if (extracted / ATTEMPT_FILE).is_file():

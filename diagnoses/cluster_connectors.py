@@ -16,6 +16,7 @@ from connectors.base import KINDS, ConnectorError, UnusableKind, build, canonica
 from connectors.settings_reader import SettingError
 
 UPLOADS = "uploads"  # no scheduler: the cluster's attempts arrive as uploaded bundles
+DEMO_SCHEDULER = "demo"  # connectors/demo.py: a watched folder whose drains are recorded, never run (make run's demo)
 OLD_NAMES = {"localfiles": UPLOADS}  # what ``uploads`` was called before
 
 

@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from diagnoses.cluster_connectors import UPLOADS, check_cluster, check_source, connector_name
+from diagnoses.cluster_connectors import DEMO_SCHEDULER, UPLOADS, check_cluster, check_source, connector_name
 from engine.taxonomy import OUTCOMES
 from rules.models import RuleSetRevision
 
@@ -69,6 +69,11 @@ class Cluster(models.Model):
     @property
     def has_scheduler(self) -> bool:
         return self.connector != self.NO_SCHEDULER
+
+    @property
+    def has_demo_scheduler(self) -> bool:
+        """Its scheduler is the demo's (``connectors/demo.py``): drains are recorded in a file, no node is touched."""
+        return self.connector == DEMO_SCHEDULER
 
     def clean(self):
         self.connector = connector_name(self.connector)
@@ -392,16 +397,11 @@ class Review(models.Model):
 
 
 class VerdictDay(models.Model):
-    """How many failed attempts ended on one day (UTC) on one cluster with one verdict of record, one place in the
-    triage queue and one analysis latency: the daily rollup that the overview and ``/metrics`` read instead of every
-    attempt. Every attempt counts in exactly one row; ``diagnoses/services/verdict_days.py`` moves it from row to row
-    in the transaction that changes its verdict, and takes it out when it is deleted (``manage.py verdict_days``
-    builds the rollup again from the attempts)."""
-
-    # Upper bounds (seconds) of the analysis latency's buckets: from arrival (``Attempt.received``) to the current
-    # diagnosis. The Prometheus histogram of /metrics has these bounds; changing them needs ``manage.py verdict_days``.
-    LATENCY_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
-    NOT_ANALYSED = -1  # ``latency`` of the attempts without a diagnosis
+    """How many failed attempts ended on one day (UTC) on one cluster with one verdict of record and one place in the
+    triage queue: the daily rollup that the overview and ``/metrics`` read instead of every attempt. Every attempt
+    counts in exactly one row; ``diagnoses/services/verdict_days.py`` moves it from row to row in the transaction that
+    changes its verdict, and takes it out when it is deleted (``manage.py verdict_days`` builds the rollup again from
+    the attempts)."""
 
     day = models.DateField()
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
@@ -409,17 +409,12 @@ class VerdictDay(models.Model):
     domain = models.CharField(max_length=40, blank=True)
     subdomain = models.CharField(max_length=80, blank=True)
     needs_review = models.BooleanField()
-    latency = models.SmallIntegerField(
-        help_text="The first bucket of LATENCY_BUCKETS the analysis latency fits in (len(LATENCY_BUCKETS): above "
-        "them all; -1: not analysed)"
-    )
     attempts = models.IntegerField(default=0)
-    latency_us = models.BigIntegerField(default=0, help_text="The sum of these attempts' latencies (microseconds)")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["day", "cluster", "outcome", "domain", "subdomain", "needs_review", "latency"],
+                fields=["day", "cluster", "outcome", "domain", "subdomain", "needs_review"],
                 name="diagnoses_verdictday_key",
             )
         ]
@@ -443,3 +438,22 @@ class VerdictNodeDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} node {self.node_id}: {self.attempts}"
+
+
+class EventCount(models.Model):
+    """How many times something happened, by its name and labels: attempts received, analyses run, first diagnoses
+    and the time each took, reviews recorded and withdrawn, notifications sent, drain commands run
+    (``diagnoses/services/event_counts.py`` lists them). Only ever added to, in the transaction of the event, and
+    never taken from: a deletion, a withdrawal or a re-analysis leaves them as they are, so that ``/metrics`` exposes
+    them as Prometheus counters, the same in every process and across restarts."""
+
+    name = models.CharField(max_length=60)
+    labels = models.CharField(max_length=500, help_text="The labels, a JSON object with its keys sorted")
+    value = models.FloatField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "labels"], name="diagnoses_eventcount_key")]
+        permissions = [("read_metrics", "Read /metrics when signed in (a scraper presents the token)")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.labels}: {self.value:g}"

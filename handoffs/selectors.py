@@ -3,6 +3,7 @@ their incidents and deliveries, and drains."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, time, timedelta
 
 from django.conf import settings
@@ -11,7 +12,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from connectors.base import UnusableKind, connector_class
-from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Source, VerdictDay, VerdictNodeDay
+from diagnoses.models import Attempt, Cluster, Diagnosis, EventCount, Node, Source, VerdictDay, VerdictNodeDay
 from handoffs.models import Delivery, Drain, DrainPolicy, Incident, NotificationRule
 
 NOT_DIAGNOSED = "none"  # the outcome label of an attempt without a diagnosis yet
@@ -20,22 +21,13 @@ NOT_DIAGNOSED = "none"  # the outcome label of an attempt without a diagnosis ye
 # Metrics ---------------------------------------------------------------------------------------------------------
 
 
-def attempt_metrics() -> list[dict]:
-    """The stored (failed) attempts by cluster and the outcome, domain and subdomain of their verdict of record, read
-    from the daily rollup (``VerdictDay``: a few rows per day, not every attempt): ``count``; ``backlog``, those in the
-    triage queue (``Attempt.needs_review``); and the analysis latency (seconds from arrival to the current diagnosis)
-    as ``le`` (cumulative counts, one per bound of ``VerdictDay.LATENCY_BUCKETS``), ``analysed`` and ``seconds``."""
-    bounds = range(len(VerdictDay.LATENCY_BUCKETS))
-    analysed = Q(latency__gt=VerdictDay.NOT_ANALYSED)
+def attempts_by_verdict() -> list[dict]:
+    """The stored (failed) attempts now, by cluster and the outcome, domain and subdomain of their verdict of record,
+    read from the daily rollup (``VerdictDay``: a few rows per day, not every attempt): ``count``, and ``backlog``,
+    those in the triage queue (``Attempt.needs_review``)."""
     rows = (
         VerdictDay.objects.values("cluster__name", "outcome", "domain", "subdomain")
-        .annotate(
-            count=Sum("attempts"),
-            backlog=Sum("attempts", filter=Q(needs_review=True), default=0),
-            analysed=Sum("attempts", filter=analysed, default=0),
-            micros=Sum("latency_us", default=0),
-            **{f"le_{i}": Sum("attempts", filter=analysed & Q(latency__lte=i), default=0) for i in bounds},
-        )
+        .annotate(count=Sum("attempts"), backlog=Sum("attempts", filter=Q(needs_review=True), default=0))
         .filter(count__gt=0)
         .order_by()
     )
@@ -47,12 +39,15 @@ def attempt_metrics() -> list[dict]:
             "subdomain": row["subdomain"],
             "count": row["count"],
             "backlog": row["backlog"],
-            "analysed": row["analysed"],
-            "seconds": row["micros"] / 1e6,
-            "le": [row[f"le_{i}"] for i in bounds],
         }
         for row in rows
     ]
+
+
+def event_counts() -> list[tuple[str, dict[str, str], float]]:
+    """Every count of what happened (``EventCount``), as (name, labels, value)."""
+    rows = EventCount.objects.values_list("name", "labels", "value").order_by("name", "labels")
+    return [(name, json.loads(labels), value) for name, labels, value in rows]
 
 
 def triage_backlog_by_cluster() -> dict[str, int]:
@@ -72,8 +67,8 @@ def analysis_failures_by_cluster() -> dict[str, int]:
     return {row["cluster__name"]: row["count"] for row in rows}
 
 
-def clusters_with_discovery() -> QuerySet[Cluster]:
-    return Cluster.objects.only("name", "failures", "enabled")
+def clusters_for_metrics() -> QuerySet[Cluster]:
+    return Cluster.objects.only("name", "connector", "failures", "enabled")
 
 
 def sources_health() -> QuerySet[Source]:
@@ -83,11 +78,6 @@ def sources_health() -> QuerySet[Source]:
 def drained_by_cluster() -> dict[str, int]:
     rows = Drain.objects.filter(state=Drain.State.DRAINED).values("cluster__name").annotate(count=Count("pk"))
     return {row["cluster__name"]: row["count"] for row in rows.order_by()}
-
-
-def deliveries_by_result() -> list[dict]:
-    rows = Delivery.objects.values("incident__rule__channel", "ok").annotate(count=Count("pk")).order_by()
-    return [{"channel": r["incident__rule__channel"], "ok": r["ok"], "count": r["count"]} for r in rows]
 
 
 # Repeat offenders ------------------------------------------------------------------------------------------------

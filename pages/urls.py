@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview
+from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview, uploads
 
 app_name = "pages"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("", overview.overview, name="overview"),
     path("jobs/", lists.job_list, name="job-list"),
     path("jobs/export.<str:format>", exports.job_export, name="job-export"),
+    path("upload/", uploads.attempt_upload, name="upload"),
     path("attempts/<int:pk>/", attempts.attempt_detail, name="attempt-detail"),
     path("attempts/<int:pk>/review", attempts.attempt_review, name="attempt-review"),
     path("attempts/<int:pk>/reviews/<int:review_id>/withdraw", attempts.review_withdraw, name="review-withdraw"),
@@ -26,6 +27,7 @@ urlpatterns = [
     path("notifications/rules/", handoffs.notification_rule_save, name="notification-rule-add"),
     path("notifications/rules/<int:pk>", handoffs.notification_rule_save, name="notification-rule-change"),
     path("notifications/rules/<int:pk>/delete", handoffs.notification_rule_delete, name="notification-rule-delete"),
+    path("notifications/rules/<int:pk>/test", handoffs.notification_rule_test, name="notification-rule-test"),
     path("drains/", handoffs.drain_list, name="drain-list"),
     path("drains/propose", handoffs.drain_propose, name="drain-propose"),
     path("drains/<int:pk>/approve", handoffs.drain_approve, name="drain-approve"),

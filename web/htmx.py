@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
-from django_htmx.http import HttpResponseStopPolling, push_url
+from django_htmx.http import HttpResponseClientRefresh, HttpResponseStopPolling, push_url
 
 
 def partial_requested(request: HttpRequest, target: str) -> bool:
@@ -53,6 +53,13 @@ def render_page(
 def render_partial(request: HttpRequest, template: str, partial: str, context: dict, *, status: int = 200):
     """The partial ``partial`` of ``template`` alone: the answer to a request that only ever wants a part."""
     response = render(request, f"{template}#{partial}", context, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def refresh_page() -> HttpResponse:
+    """Tell htmx to load the whole page again: the answer to a polled part whose wait is over."""
+    response = HttpResponseClientRefresh()
     patch_vary_headers(response, ["HX-Request"])
     return response
 

@@ -4,6 +4,7 @@ import io
 
 import pytest
 from django.contrib.auth.models import User
+from django.urls import resolve
 from rest_framework.test import APIClient
 
 from access.roles import TRIAGER, VIEWER
@@ -187,15 +188,19 @@ def test_an_unknown_object_is_a_404_in_the_error_format(viewer):
     assert error(response)["code"] == "not_found"
 
 
-def test_posting_a_bundle_as_the_body_returns_202_and_the_attempt_url(triager, make_bundle, bundle_root, tar_gz):
+def test_posting_a_bundle_as_the_body_returns_202_and_the_attempt_and_page_urls(
+    triager, make_bundle, bundle_root, tar_gz
+):
     response = triager.post("/api/v1/attempts", data=tar_gz(make_bundle(job_id="77")), content_type="application/gzip")
 
     assert response.status_code == 202
     attempt = Attempt.objects.get()
     url = f"http://testserver/api/v1/attempts/{attempt.pk}"
-    assert response.json() == {"id": attempt.pk, "url": url, "analysis_state": "queued"}
+    page_url = f"http://testserver/attempts/{attempt.pk}/"
+    assert response.json() == {"id": attempt.pk, "url": url, "page_url": page_url, "analysis_state": "queued"}
     assert response["Location"] == url
     assert triager.get(url).json()["job_id"] == "77"
+    assert resolve(f"/attempts/{attempt.pk}/").view_name == "pages:attempt-detail"
 
 
 def test_posting_a_bundle_as_a_multipart_field(triager, make_bundle, tar_gz):

@@ -49,6 +49,7 @@ SETTINGS = {
     "slurm": {"cluster": "c"},
     "kueue": {"cluster": "c", "host": "http://127.0.0.1:1"},
     "folder": {"path": "/tmp"},
+    "demo": {"path": "/tmp"},
     "logfiles": {"paths": {"syslog": "/var/log/{node}/syslog"}},
     "loki": {"url": "http://127.0.0.1:1", "queries": {"syslog": '{host="$node"}'}},
     "prometheus": {"url": "http://127.0.0.1:1"},

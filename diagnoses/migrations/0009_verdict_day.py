@@ -3,8 +3,6 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from diagnoses.services.verdict_days import verdict_days_rebuild
-
 COVERING = "verdictnodeday_day_node_attempts"  # the sums over a window read from the index alone (PostgreSQL)
 
 
@@ -19,9 +17,8 @@ def covering_drop(apps, schema_editor):
 
 
 def build(apps, schema_editor):
-    """The rollup of the attempts already stored (set-wise: one grouped read, rows written in batches)."""
-    models = ("Attempt", "VerdictDay", "VerdictNodeDay")
-    verdict_days_rebuild(*(apps.get_model("diagnoses", name) for name in models))
+    """Nothing: 0010 builds the rollup of the attempts already stored, once the latency left its key (the service that
+    builds it knows only the columns of now)."""
 
 
 class Migration(migrations.Migration):

@@ -17,6 +17,7 @@ from connectors.base import ConnectorError
 from diagnoses import selectors
 from diagnoses.columns import fitted
 from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent
+from diagnoses.services import event_counts
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
 from diagnoses.services.verdicts import attempt_verdict_update
@@ -95,7 +96,10 @@ def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = F
 
 
 def attempt_fail(*, attempt: Attempt, reason: str) -> None:
-    _set_state(attempt, State.FAILED, reason)
+    """The analysis failed (counted as such): the attempt waits, ``failed`` with the reason, to be tried again."""
+    with transaction.atomic():
+        _set_state(attempt, State.FAILED, reason)
+        event_counts.events_count(event_counts.analysis_failed(attempt))
 
 
 def _set_state(attempt: Attempt, state: str, error: str = "") -> None:
@@ -116,7 +120,8 @@ def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis, root_nodes: dict[str,
 def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis) -> Diagnosis:
     """Store the diagnosis, its evidence, node events and Flight Recorder summary, and make it the attempt's current
     one with its verdict of record, in one transaction (or return the one stored); a new one is announced in that
-    transaction (``diagnoses.signals.diagnosis_recorded``)."""
+    transaction (``diagnoses.signals.diagnosis_recorded``) and counted (``event_counts``: the analysis, and for the
+    attempt's first diagnosis the time it took)."""
     document = analysis.diagnosis
     root = document["root_cause"] or {}
     text_cap = revision_engine(revision).ruleset.settings.text_cap
@@ -175,7 +180,9 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
                 FlightRecorderSummary.objects.create(diagnosis=diagnosis, summary=analysis.dumps.summary())
             root_nodes = {nodes[name].name: nodes[name].pk for name in root.get("nodes", ())}  # the stored names
             _mark_analysed(attempt, diagnosis, root_nodes)
-            diagnosis_recorded_send(diagnosis.pk, first=attempt.current_diagnosis_id is None)
+            first = attempt.current_diagnosis_id is None
+            diagnosis_recorded_send(diagnosis.pk, first=first)
+            event_counts.events_count(*event_counts.diagnosis_recorded(attempt, diagnosis, first=first))
     except IntegrityError:
         diagnosis = Diagnosis.objects.filter(attempt=attempt, revision=revision).first()
         if diagnosis is None:

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from diagnoses import bundle_store
 from diagnoses.models import Attempt, Cluster, Job, Node
-from diagnoses.services import verdict_days
+from diagnoses.services import event_counts, verdict_days
 from engine.context import Attempt as ParsedAttempt
 
 State = Attempt.Analysis
@@ -97,6 +97,7 @@ def attempt_create(
                 analysis_state=State.QUEUED if analyse else State.RECEIVED,
             )
             verdict_days.attempt_count(attempt.pk)
+            event_counts.events_count(event_counts.attempt_received(attempt))
     except IntegrityError:
         existing = Attempt.objects.select_related("job", "cluster").get(job=job, number=parsed.attempt)
         raise DuplicateAttempt(existing) from None

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from diagnoses.models import Diagnosis, Review
+from diagnoses.services import event_counts
 from diagnoses.services.verdicts import attempt_verdict_update
 from engine.taxonomy import DOMAINS, OUTCOMES, node_level, subdomain_known
 
@@ -79,6 +80,7 @@ def review_create(
     with transaction.atomic():
         review.save()
         attempt_verdict_update(attempt_id=diagnosis.attempt_id)
+        event_counts.events_count(event_counts.review_recorded(diagnosis.attempt.cluster.name, verdict))
     return review
 
 
@@ -90,5 +92,6 @@ def review_withdraw(*, review: Review, by) -> Review:
         if not updated:
             raise ValidationError("This review is already withdrawn.")
         attempt_verdict_update(attempt_id=review.diagnosis.attempt_id)
+        event_counts.events_count(event_counts.review_withdrawn(review.diagnosis.attempt.cluster.name))
     review.refresh_from_db()
     return review

@@ -1,12 +1,13 @@
 """The daily rollup of the verdicts of record (``VerdictDay``): every attempt counts once, in the row of its day (its
-end, UTC), cluster, verdict, place in the triage queue and analysis latency. The overview and ``/metrics`` read these
-few rows instead of aggregating a million attempts.
+end, UTC), cluster, verdict and place in the triage queue. The overview and ``/metrics`` read these few rows instead of
+aggregating a million attempts.
 
 It stays exact because each change to what an attempt's row is keyed on moves the attempt in the same transaction:
 ``attempt_create`` counts a new attempt, ``attempt_verdict_update`` (diagnoses/services/verdicts.py) moves it when
 its verdict, queue place or current diagnosis changes, and a deletion (``attempt_deleted``, any deletion through the
-ORM: the admin, a job's or cluster's cascade) or an admin's edit of its end, cluster or arrival takes it out first.
-The counts change by ``attempts = attempts + n`` in one upsert, so workers recording at once lose nothing.
+ORM: the admin, a job's or cluster's cascade) or an admin's edit of its end or cluster takes it out first.
+The counts change by ``attempts = attempts + n`` in one upsert (``diagnoses.sums``), so workers recording at once lose
+nothing.
 ``verdict_days_rebuild`` (``manage.py verdict_days``, migration 0009) builds it from the attempts.
 """
 
@@ -14,95 +15,61 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 
 from django.db import connection, transaction
-from django.db.models import Case, Count, DurationField, ExpressionWrapper, F, Sum, Value, When
+from django.db.models import Count
 from django.db.models.functions import TruncDate
 
 from diagnoses.models import Attempt, VerdictDay, VerdictNodeDay
+from diagnoses.sums import sums_add
 
-Key = tuple[date, int, str, str, str, bool, int]  # day, cluster, outcome, domain, subdomain, needs_review, latency
-KEY_COLUMNS = ("day", "cluster_id", "outcome", "domain", "subdomain", "needs_review", "latency")
-MICROSECOND = timedelta(microseconds=1)
-
-
-def latency_of(received: datetime, diagnosed: datetime | None) -> tuple[int, int]:
-    """(bucket, microseconds) of an attempt received at ``received`` whose current diagnosis was made at
-    ``diagnosed`` (None: not analysed)."""
-    if diagnosed is None:
-        return VerdictDay.NOT_ANALYSED, 0
-    latency = diagnosed - received
-    bound = next(
-        (i for i, seconds in enumerate(VerdictDay.LATENCY_BUCKETS) if latency <= timedelta(seconds=seconds)),
-        len(VerdictDay.LATENCY_BUCKETS),
-    )
-    return bound, latency // MICROSECOND
+Key = tuple[date, int, str, str, str, bool]  # day, cluster, outcome, domain, subdomain, needs_review
+KEY_COLUMNS = ("day", "cluster_id", "outcome", "domain", "subdomain", "needs_review")
 
 
-def key_of(*, end: datetime, cluster_id: int, outcome: str, domain: str, subdomain: str, needs_review: bool,
-           received: datetime, diagnosed: datetime | None) -> tuple[Key, int]:  # fmt: skip
-    """The row an attempt counts in, and its latency in microseconds."""
-    bucket, micros = latency_of(received, diagnosed)
-    return (end.astimezone(UTC).date(), cluster_id, outcome, domain, subdomain, needs_review, bucket), micros
+def key_of(*, end: datetime, cluster_id: int, outcome: str, domain: str, subdomain: str, needs_review: bool) -> Key:
+    """The row an attempt counts in."""
+    return (end.astimezone(UTC).date(), cluster_id, outcome, domain, subdomain, needs_review)
 
 
-def _upsert(table: str, keys: tuple[str, ...], sums: tuple[str, ...], rows: list[tuple]) -> None:
-    """Add each row's ``sums`` to the stored row of its ``keys`` (made when missing), in one statement."""
-    if not rows:
-        return
-    columns = ", ".join(keys + sums)
-    values = ", ".join(["(" + ", ".join(["%s"] * len(keys + sums)) + ")"] * len(rows))
-    added = ", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in sums)
-    sql = f"INSERT INTO {table} ({columns}) VALUES {values} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {added}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [value for row in rows for value in row])
-
-
-def verdict_days_add(changes: dict[Key, tuple[int, int]], nodes: dict[tuple[date, int], int] | None = None) -> None:
-    """Add (attempts, microseconds) to each row of ``changes`` and attempts to each (day, node) of ``nodes`` (negative
-    to take attempts out), one upsert per table; the rows in key order, so that two transactions moving attempts
-    lock them in the same order."""
-    rows = [(*key, n, micros) for key, (n, micros) in sorted(changes.items()) if n or micros]
-    _upsert(VerdictDay._meta.db_table, KEY_COLUMNS, ("attempts", "latency_us"), rows)
+def verdict_days_add(changes: dict[Key, int], nodes: dict[tuple[date, int], int] | None = None) -> None:
+    """Add attempts to each row of ``changes`` and to each (day, node) of ``nodes`` (negative to take attempts out),
+    one upsert per table; the rows in key order, so that two transactions moving attempts lock them in the same
+    order."""
+    rows = [(*key, n) for key, n in sorted(changes.items()) if n]
+    sums_add(VerdictDay._meta.db_table, KEY_COLUMNS, ("attempts",), rows)
     rows = [(*key, n) for key, n in sorted((nodes or {}).items()) if n]
-    _upsert(VerdictNodeDay._meta.db_table, ("day", "node_id"), ("attempts",), rows)
+    sums_add(VerdictNodeDay._meta.db_table, ("day", "node_id"), ("attempts",), rows)
 
 
 def verdict_days_move(
-    old: tuple[Key, int] | None,
-    new: tuple[Key, int] | None,
-    *,
-    nodes_before: Iterable[int] = (),
-    nodes_after: Iterable[int] = (),
+    old: Key | None, new: Key | None, *, nodes_before: Iterable[int] = (), nodes_after: Iterable[int] = ()
 ) -> None:
     """Move one attempt from the row ``old`` to the row ``new`` (None: not counted before, or no longer), and from
     its verdict's nodes ``nodes_before`` (ids, on the day of ``old``) to ``nodes_after`` (on the day of ``new``)."""
     changes: Counter = Counter()
-    sums: Counter = Counter()
     nodes: Counter = Counter()
-    for entry, sign, ids in ((old, -1, nodes_before), (new, 1, nodes_after)):
-        if entry is not None:
-            changes[entry[0]] += sign
-            sums[entry[0]] += sign * entry[1]
+    for key, sign, ids in ((old, -1, nodes_before), (new, 1, nodes_after)):
+        if key is not None:
+            changes[key] += sign
             for node_id in ids:
-                nodes[entry[0][0], node_id] += sign
-    verdict_days_add({key: (changes[key], sums[key]) for key in changes}, nodes)
+                nodes[key[0], node_id] += sign
+    verdict_days_add(changes, nodes)
 
 
-def attempt_key(attempt_id: int) -> tuple[Key, int] | None:
+def attempt_key(attempt_id: int) -> Key | None:
     """The row the attempt counts in as it is stored now (None: no such attempt)."""
     row = (
         Attempt.objects.filter(pk=attempt_id)
-        .values_list("end", "cluster_id", "verdict_outcome", "verdict_domain", "verdict_subdomain", "needs_review",
-                     "received", "current_diagnosis__created")
+        .values_list("end", "cluster_id", "verdict_outcome", "verdict_domain", "verdict_subdomain", "needs_review")
         .first()
-    )  # fmt: skip
+    )
     if row is None:
         return None
-    end, cluster_id, outcome, domain, subdomain, needs_review, received, diagnosed = row
+    end, cluster_id, outcome, domain, subdomain, needs_review = row
     return key_of(end=end, cluster_id=cluster_id, outcome=outcome, domain=domain, subdomain=subdomain,
-                  needs_review=needs_review, received=received, diagnosed=diagnosed)  # fmt: skip
+                  needs_review=needs_review)  # fmt: skip
 
 
 def attempt_node_ids(attempt_id: int) -> list[int]:
@@ -126,28 +93,17 @@ def attempt_deleted(sender, instance: Attempt, **kwargs) -> None:
     attempt_uncount(instance.pk)
 
 
-def verdict_days_counted(attempts=None) -> dict[Key, tuple[int, int]]:
-    """The rollup computed from scratch: (attempts, microseconds) of every row (``attempts``: the model class to read,
-    a migration's historical one; default ``Attempt``)."""
+def verdict_days_counted(attempts=None) -> dict[Key, int]:
+    """The rollup computed from scratch: the attempts of every row (``attempts``: the model class to read, a
+    migration's historical one; default ``Attempt``)."""
     attempts = Attempt if attempts is None else attempts
-    latency = ExpressionWrapper(F("current_diagnosis__created") - F("received"), output_field=DurationField())
-    buckets = [
-        When(latency__lte=timedelta(seconds=seconds), then=Value(i))
-        for i, seconds in enumerate(VerdictDay.LATENCY_BUCKETS)
-    ]
-    bucket = Case(
-        When(current_diagnosis=None, then=Value(VerdictDay.NOT_ANALYSED)),
-        *buckets,
-        default=Value(len(VerdictDay.LATENCY_BUCKETS)),
-    )
     rows = (
-        attempts.objects.annotate(day=TruncDate("end", tzinfo=UTC), latency=latency, bucket=bucket)
-        .values_list("day", "cluster_id", "verdict_outcome", "verdict_domain", "verdict_subdomain", "needs_review",
-                     "bucket")
-        .annotate(count=Count("pk"), micros=Sum("latency"))
+        attempts.objects.annotate(day=TruncDate("end", tzinfo=UTC))
+        .values_list("day", "cluster_id", "verdict_outcome", "verdict_domain", "verdict_subdomain", "needs_review")
+        .annotate(count=Count("pk"))
         .order_by()
-    )  # fmt: skip
-    return {tuple(row[:7]): (row[7], (row[8] or timedelta(0)) // MICROSECOND) for row in rows}
+    )
+    return {tuple(row[:6]): row[6] for row in rows}
 
 
 def verdict_node_days_counted(attempts=None) -> dict[tuple[date, int], int]:
@@ -163,10 +119,10 @@ def verdict_node_days_counted(attempts=None) -> dict[tuple[date, int], int]:
     return {(day, node_id): count for day, node_id, count in rows}
 
 
-def verdict_days_stored() -> dict[Key, tuple[int, int]]:
+def verdict_days_stored() -> dict[Key, int]:
     """The rollup as stored, without the rows that count no attempt."""
-    rows = VerdictDay.objects.exclude(attempts=0, latency_us=0).values_list(*KEY_COLUMNS, "attempts", "latency_us")
-    return {tuple(row[:7]): (row[7], row[8]) for row in rows}
+    rows = VerdictDay.objects.exclude(attempts=0).values_list(*KEY_COLUMNS, "attempts")
+    return {tuple(row[:6]): row[6] for row in rows}
 
 
 def verdict_node_days_stored() -> dict[tuple[date, int], int]:
@@ -188,8 +144,7 @@ def verdict_days_rebuild(attempts=None, rollup=None, node_rollup=None) -> int:
         counted = verdict_days_counted(attempts)
         rollup.objects.all().delete()
         rollup.objects.bulk_create(
-            [rollup(**dict(zip(KEY_COLUMNS, key, strict=True)), attempts=n, latency_us=micros)
-             for key, (n, micros) in counted.items()],
+            [rollup(**dict(zip(KEY_COLUMNS, key, strict=True)), attempts=n) for key, n in counted.items()],
             batch_size=5000,
         )  # fmt: skip
         nodes = verdict_node_days_counted(attempts)

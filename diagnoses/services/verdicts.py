@@ -112,11 +112,10 @@ def attempt_verdict_update(
     with transaction.atomic(savepoint=False):  # a caller's transaction is enough: any failure fails it whole
         attempt = (
             Attempt.objects.select_for_update(of=("self",))
-            .values("cluster_id", "current_diagnosis_id", "current_diagnosis__created", "end", "received",
-                    "verdict_source", "verdict_outcome", "verdict_domain", "verdict_subdomain", "needs_review")
+            .values("cluster_id", "current_diagnosis_id", "end", "verdict_source", "verdict_outcome", "verdict_domain",
+                    "verdict_subdomain", "needs_review")
             .get(pk=attempt_id)
         )  # fmt: skip
-        before = attempt["current_diagnosis__created"]
         if diagnosis is None:
             diagnosis = Diagnosis.objects.defer("document_json").filter(pk=attempt["current_diagnosis_id"]).first()
         if root_nodes is not None:
@@ -143,14 +142,12 @@ def attempt_verdict_update(
         if new := set(nodes_after) - set(nodes_before):
             links.bulk_create([links.model(attempt_id=attempt_id, node_id=node_id) for node_id in sorted(new)],
                               ignore_conflicts=True)  # fmt: skip
-        stored = {"end": attempt["end"], "cluster_id": attempt["cluster_id"], "received": attempt["received"]}
+        stored = {"end": attempt["end"], "cluster_id": attempt["cluster_id"]}
         verdict_days.verdict_days_move(
             verdict_days.key_of(**stored, outcome=attempt["verdict_outcome"], domain=attempt["verdict_domain"],
-                                subdomain=attempt["verdict_subdomain"], needs_review=attempt["needs_review"],
-                                diagnosed=before),
+                                subdomain=attempt["verdict_subdomain"], needs_review=attempt["needs_review"]),
             verdict_days.key_of(**stored, outcome=record.verdict.outcome, domain=record.verdict.domain,
-                                subdomain=record.verdict.subdomain, needs_review=record.needs_review,
-                                diagnosed=None if diagnosis is None else diagnosis.created),
+                                subdomain=record.verdict.subdomain, needs_review=record.needs_review),
             nodes_before=nodes_before,
             nodes_after=nodes_after,
         )  # fmt: skip

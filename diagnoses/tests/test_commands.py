@@ -1,11 +1,15 @@
 """ingest, export-bundle (then diagnose: the same bytes), reanalyse and load_demo."""
 
+import json
+import re
 from io import StringIO
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from diagnoses.models import Attempt, Diagnosis
+from diagnoses.cluster_connectors import scheduler_of
+from diagnoses.models import Attempt, Cluster, Diagnosis
 
 pytestmark = pytest.mark.django_db(transaction=True)  # commands commit, and analysis runs on commit
 
@@ -102,3 +106,45 @@ def test_load_demo_ingests_the_demo_data_set_once():
     assert f"{stored} stored" in output
     assert "not loaded again" in run("load_demo", "--if-empty")
     assert set(Attempt.objects.values_list("analysis_state", flat=True)) == {"analysed"}
+
+    # dgx-a's scheduler is the demo scheduler: a drain is recorded beside the bundle store, no node is touched
+    cluster = Cluster.objects.get(name="dgx-a")
+    assert (cluster.connector, cluster.has_demo_scheduler, cluster.enabled) == ("demo", True, True)
+    answer = scheduler_of(cluster).drain_node("dgx-b200-0417", "faultline: xid 79")
+    record = settings.FAULTLINE_BUNDLE_ROOT.parent / "demo-scheduler" / ".demo-nodes.json"
+    assert answer.endswith(f"(demo scheduler, no node touched: recorded in {record})")
+    assert json.loads(record.read_text())["nodes"]["dgx-b200-0417"]["state"] == "DRAIN"
+    assert "demo scheduler" in output
+
+
+def test_the_demo_login_keeps_its_password_from_start_to_start(settings, tmp_path):
+    """``make run`` calls demo_login at each start: the same password (kept in <var>/demo_password, its owner's only)
+    and the same session hash, so nobody is signed out; --reset makes a new one; a password changed since is left
+    alone and not shown."""
+    from django.contrib.auth import get_user_model
+
+    settings.VAR_DIR = tmp_path / "var"
+    first = run("demo_login", "--url", "http://localhost:8123")
+    password = re.fullmatch(r"Sign in at http://localhost:8123 as demo with the password (\S+)\n", first)[1]
+    kept = tmp_path / "var" / "demo_password"
+    assert kept.read_text() == password + "\n"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    demo = get_user_model().objects.get(username="demo")
+    session = demo.get_session_auth_hash()
+    assert demo.is_superuser
+    assert demo.groups.filter(name="admin").exists()
+
+    assert run("demo_login") == f"Sign in at http://localhost:8000 as demo with the password {password}\n"
+    assert get_user_model().objects.get(username="demo").get_session_auth_hash() == session  # nobody signed out
+
+    reset = re.search(r"the password (\S+)$", run("demo_login", "--reset"))[1]
+    assert reset != password
+    assert kept.read_text() == reset + "\n"
+    demo = get_user_model().objects.get(username="demo")
+    assert demo.check_password(reset)
+    assert demo.get_session_auth_hash() != session
+
+    demo.set_password("chosen in the admin")
+    demo.save()
+    assert "its password was changed since it was made, so it is not shown" in run("demo_login")
+    assert get_user_model().objects.get(username="demo").check_password("chosen in the admin")

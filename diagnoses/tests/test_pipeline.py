@@ -382,6 +382,7 @@ def test_an_analysis_reads_once_and_records_in_one_transaction(attempt, django_c
         "SAVEPOINT",  # the hand-offs' note (a receiver of diagnosis_recorded), in its own savepoint
         "INSERT handoffs_pendinghandoff",
         "RELEASE",
+        "INSERT diagnoses_eventcount",  # the analysis, the first diagnosis and its time counted, in one statement
         "RELEASE",  # COMMIT outside a test's own transaction
     ]
     assert len(queued) == 1  # the hand-offs' message
@@ -410,7 +411,7 @@ def test_a_re_analysis_reads_the_verdict_it_replaces(attempt, django_capture_on_
         "SAVEPOINT",
         *RECORDING,
         "SELECT diagnoses_attempt_verdict_nodes",  # the verdict's nodes before: unchanged, nothing to write
-        "INSERT diagnoses_verdictday",  # its latency moved; its nodes' row did not
+        "INSERT diagnoses_eventcount",  # the analysis counted; the verdict did not move
         "RELEASE",  # a re-analysis hands nothing off
     ]
     assert queued == []

@@ -19,6 +19,7 @@ from django.utils import timezone
 from connectors.base import ConnectorError, NodeControl
 from diagnoses.cluster_connectors import scheduler_of
 from diagnoses.models import Attempt, Cluster, Node
+from diagnoses.services import event_counts
 from handoffs import selectors
 from handoffs.models import Drain, DrainPolicy
 
@@ -127,11 +128,14 @@ def drain_run(*, drain_id: int) -> Drain | None:
             if not isinstance(scheduler, NodeControl):
                 raise ConnectorError(f"the {drain.cluster.connector} scheduler cannot drain nodes", permanent=True)
             answer = scheduler.drain_node(drain.node.name, REASON_PREFIX + drain.reason)
-        except (ConnectorError, CircuitOpen) as exc:
-            drain.state, drain.drain_answer = State.FAILED, _message(exc)
+        except CircuitOpen as exc:
+            drain.state, drain.drain_answer, result = State.FAILED, _message(exc), "refused"
+        except ConnectorError as exc:
+            drain.state, drain.drain_answer, result = State.FAILED, _message(exc), "failed"
         else:
-            drain.state, drain.drained, drain.drain_answer = State.DRAINED, timezone.now(), answer
+            drain.state, drain.drained, drain.drain_answer, result = State.DRAINED, timezone.now(), answer, "ok"
         drain.save(update_fields=["state", "drained", "drain_answer"])
+        event_counts.events_count(event_counts.drain_command(drain.cluster.name, action="drain", result=result))
     return drain
 
 
@@ -149,9 +153,14 @@ def drain_resume(*, drain: Drain, user) -> Drain:
         except ConnectorError as exc:
             drain.resume_answer = f"resume failed: {exc}"
             drain.save(update_fields=["resume_answer"])
-            raise ValidationError(drain.resume_answer) from None
-        drain.state, drain.resumed, drain.resumed_by, drain.resume_answer = State.RESUMED, timezone.now(), user, answer
-        drain.save(update_fields=["state", "resumed", "resumed_by", "resume_answer"])
+        else:
+            drain.state, drain.resumed, drain.resumed_by = State.RESUMED, timezone.now(), user
+            drain.resume_answer = answer
+            drain.save(update_fields=["state", "resumed", "resumed_by", "resume_answer"])
+        result = "ok" if drain.state == State.RESUMED else "failed"
+        event_counts.events_count(event_counts.drain_command(drain.cluster.name, action="resume", result=result))
+    if drain.state != State.RESUMED:  # the failure and its answer are kept: raised once they are committed
+        raise ValidationError(drain.resume_answer)
     return drain
 
 

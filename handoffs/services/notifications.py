@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from diagnoses.models import Diagnosis, Node
+from diagnoses.services import event_counts
 from handoffs import selectors
 from handoffs.channels import DeliveryError, rule_url, send
 from handoffs.models import Delivery, Incident, NotificationRule
@@ -55,6 +56,22 @@ def rule_save(*, rule: NotificationRule | None = None, **fields) -> Notification
 
 def rule_delete(*, rule: NotificationRule) -> None:
     rule.delete()
+
+
+def rule_test(*, rule: NotificationRule, user) -> str:
+    """Send a test message through the rule's channel now, whatever its trigger, filters and grouping; the endpoint's
+    answer, or ``DeliveryError``. The message has the documented body (an incident with no id, key ``test``, one item
+    of kind ``test``, and ``"test": true``); it joins no incident, and is neither logged as a delivery nor counted."""
+    now = timezone.now()
+    url = page_url(reverse("pages:notification-list")) + f"#rule-{rule.pk}"
+    text = f"a test of the notification rule {rule.name}, sent by {user.get_username()}"
+    item = {"kind": "test", "text": text, "url": url}
+    incident = Incident(rule=rule, key="test", opened=now, last_event=now, due=now, events=1, items=[item])
+    message = {**message_of(incident), "test": True}
+    message["incident"]["url"] = url
+    answer = send(rule, message)
+    logger.info("test message of notification rule %s sent by %s: %s", rule.name, user.get_username(), answer)
+    return answer
 
 
 # Events ----------------------------------------------------------------------------------------------------------
@@ -226,12 +243,21 @@ def incident_deliver(*, incident_id: int, number: int, final: bool) -> bool:
     try:
         answer = send(incident.rule, message_of(incident))
     except DeliveryError as exc:
-        Delivery.objects.create(incident=incident, number=number, ok=False, answer=str(exc)[:1000])
+        with transaction.atomic():
+            _delivery_log(incident, number=number, ok=False, answer=str(exc))
+            if exc.permanent or final:
+                Incident.objects.filter(pk=incident.pk).update(state=Incident.State.FAILED)
         if exc.permanent or final:
-            Incident.objects.filter(pk=incident.pk).update(state=Incident.State.FAILED)
             logger.warning("notification %s failed for good after %d tries: %s", incident.pk, number, exc)
             return True
         return False
-    Delivery.objects.create(incident=incident, number=number, ok=True, answer=answer[:1000])
-    Incident.objects.filter(pk=incident.pk).update(state=Incident.State.SENT, sent=timezone.now())
+    with transaction.atomic():
+        _delivery_log(incident, number=number, ok=True, answer=answer)
+        Incident.objects.filter(pk=incident.pk).update(state=Incident.State.SENT, sent=timezone.now())
     return True
+
+
+def _delivery_log(incident: Incident, *, number: int, ok: bool, answer: str) -> None:
+    """A try in the delivery log, and counted (``faultline_notification_deliveries_total``)."""
+    Delivery.objects.create(incident=incident, number=number, ok=ok, answer=answer[:1000])
+    event_counts.events_count(event_counts.notification_delivery(incident.rule.channel, ok=ok))

@@ -376,3 +376,44 @@ def test_a_re_analysis_with_another_revision_notifies_nobody(receiver, analysed,
     assert queued == []  # and the hand-offs let it pass: nothing queued
     assert not PendingHandoff.objects.exists()
     assert Incident.objects.get().events == 1
+
+
+def test_a_test_message_goes_out_now_with_the_documented_body_and_is_neither_an_incident_nor_counted(
+    receiver, person, db
+):
+    from diagnoses.models import EventCount
+    from handoffs.channels import DeliveryError
+
+    admin = person("admin", "ada")
+    webhook = rule(outcomes=["attributed"], group_seconds=600)  # neither its filters nor its window hold a test back
+    answer = notifications.rule_test(rule=webhook, user=admin)
+    assert answer == "HTTP 200 ok"
+    [body] = bodies(receiver)
+    assert set(body) == {"version", "rule", "trigger", "summary", "incident", "items", "items_omitted", "test"}
+    assert (body["version"], body["rule"], body["test"], body["items_omitted"]) == (1, "gpu faults", True, 0)
+    assert body["summary"] == "Faultline: a test of the notification rule gpu faults, sent by ada"
+    assert (body["incident"]["id"], body["incident"]["key"]) == (None, "test")
+    assert body["incident"]["url"] == f"http://localhost:8000/notifications/#rule-{webhook.pk}"
+    assert body["items"] == [{"kind": "test", "text": "a test of the notification rule gpu faults, sent by ada",
+                              "url": body["incident"]["url"]}]  # fmt: skip
+    assert [Incident.objects.count(), Delivery.objects.count(), EventCount.objects.count()] == [0, 0, 0]
+
+    email = rule(name="mail", channel="email", url_env="", recipients=["oncall@example.org"])
+    assert notifications.rule_test(rule=email, user=admin) == "e-mail to 1 recipient(s)"
+    assert mail.outbox[0].to == ["oncall@example.org"]
+    assert "a test of the notification rule mail" in mail.outbox[0].body
+
+    receiver.statuses.append(404)
+    with pytest.raises(DeliveryError, match="HTTP 404"):
+        notifications.rule_test(rule=webhook, user=admin)
+
+
+def test_admins_send_a_test_from_the_page_and_see_the_endpoints_answer(receiver, client_for, db):
+    webhook = rule()
+    page = client_for("admin").post(f"/notifications/rules/{webhook.pk}/test", follow=True)
+    assert "Test message of gpu faults sent: HTTP 200 ok" in page.content.decode()
+    receiver.statuses.append(503)
+    page = client_for("admin", "ada").post(f"/notifications/rules/{webhook.pk}/test", follow=True)
+    assert "The test message of gpu faults failed: HTTP 503 unavailable" in page.content.decode()
+    assert client_for("triager").post(f"/notifications/rules/{webhook.pk}/test").status_code == 403
+    assert len(bodies(receiver)) == 2

@@ -521,8 +521,12 @@ def test_the_exports_write_the_filtered_attempts_with_their_verdicts(viewer, att
 
     lines = b"".join(as_csv.streaming_content).decode().splitlines()
     assert as_csv["Content-Disposition"] == 'attachment; filename="attempts.csv"'
-    assert lines[0].startswith("cluster,job_id,attempt,name,user,state,end,verdict_source,outcome,domain,subdomain,")
+    assert lines[0].startswith(
+        "attempt_id,url,cluster,job_id,attempt,name,user,state,end,verdict_source,outcome,domain,subdomain,"
+    )
     assert len(lines) == 3  # the header and dgx-a's two attempts
+    pk = attempts["2"].pk
+    assert lines[1].startswith(f"{pk},http://testserver/attempts/{pk}/,dgx-a,2,")  # the newest first
     assert ",'=HYPERLINK(evil)," in lines[1]  # job 2 ended last; a formula stays text
     assert ",review,attributed,hardware,gpu.memory,node03,rita," in lines[2]
     assert lines[2].endswith(",attributed,hardware,gpu.bus,False")  # the engine's, beside
@@ -530,4 +534,7 @@ def test_the_exports_write_the_filtered_attempts_with_their_verdicts(viewer, att
     assert [(row["job_id"], row["subdomain"], row["root_cause_nodes"], row["engine_subdomain"]) for row in rows] == [
         ("1", "gpu.memory", ["node03"], "gpu.bus")
     ]
+    assert (rows[0]["attempt_id"], rows[0]["url"]) == (
+        attempts["1"].pk, f"http://testserver/attempts/{attempts['1'].pk}/"
+    )  # fmt: skip
     assert refused.status_code == 400

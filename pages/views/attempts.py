@@ -21,8 +21,10 @@ from diagnoses.services import gathering, reviews
 from pages import selectors, timeline
 from pages.forms import ReviewForm
 from rules.actions import action_meaning
-from web.htmx import render_page, render_partial
+from web.htmx import partial_requested, refresh_page, render_page, render_partial
 
+PENDING = "analysis-pending"  # the part of the page that waits for the analysis (polled)
+PENDING_STATES = (Attempt.Analysis.QUEUED, Attempt.Analysis.ANALYSING)
 REVIEW_PERMISSION = "diagnoses.add_review"
 REANALYSE_PERMISSION = "diagnoses.change_attempt"
 
@@ -94,6 +96,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         "verdict": _verdict(attempt),
         "reviews": _review_history(attempt),
         "may_review": may_review and diagnosis is not None,
+        "analysis_pending": diagnosis is None and attempt.analysis_state in PENDING_STATES,
         "form": form or ReviewForm(nodes=nodes),
         "may_gather_again": attempt.discovery is not None
         and diagnosis is None
@@ -136,6 +139,12 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
 @require_GET
 def attempt_detail(request, pk: int):
     attempt = _attempt_or_404(pk)
+    if partial_requested(request, PENDING):  # polled while the analysis runs: the whole page once it is done
+        if attempt.current_diagnosis is not None or attempt.analysis_state not in PENDING_STATES:
+            return refresh_page()
+        return render_partial(
+            request, "pages/attempt_detail.html", PENDING, {"attempt": attempt, "analysis_pending": True}
+        )
     context = _attempt_context(request, attempt)
     return render_page(request, "pages/attempt_detail.html", context, partials=("timeline",), push=True)
 

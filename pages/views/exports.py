@@ -1,28 +1,33 @@
-"""The job list's exports: the attempts that match the list's filters, as CSV or JSON, each with its verdict of
-record (from the attempt's row, like the list) and the engine's diagnosis beside it. Streamed, newest first."""
+"""The job list's exports: the attempts that match the list's filters, as CSV or JSON, each with its id and page's URL,
+its verdict of record (from the attempt's row, like the list) and the engine's diagnosis beside it. Streamed, newest
+first."""
 
 import csv
 import json
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from diagnoses.filters import AttemptFilter
 from pages import selectors
 
 COLUMNS = (
-    "cluster", "job_id", "attempt", "name", "user", "state", "end", "verdict_source", "outcome", "domain",
-    "subdomain", "root_cause_nodes", "reviewed_by", "reviewed_at", "engine_outcome", "engine_domain",
+    "attempt_id", "url", "cluster", "job_id", "attempt", "name", "user", "state", "end", "verdict_source", "outcome",
+    "domain", "subdomain", "root_cause_nodes", "reviewed_by", "reviewed_at", "engine_outcome", "engine_domain",
     "engine_subdomain", "engine_disagrees",
 )  # fmt: skip
 CHUNK = 2000
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would read such a cell as a formula
 
 
-def export_row(attempt) -> dict:
+def export_row(attempt, page_url) -> dict:
+    """The attempt's row; ``page_url(path)``: the absolute URL of a path of this site."""
     review, diagnosis = attempt.verdict_review, attempt.current_diagnosis
     return {
+        "attempt_id": attempt.pk,
+        "url": page_url(reverse("pages:attempt-detail", args=[attempt.pk])),
         "cluster": attempt.cluster.name,
         "job_id": attempt.job.job_id,
         "attempt": attempt.number,
@@ -82,7 +87,7 @@ def job_export(request, format: str):
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in filters.errors.items())
         return HttpResponse(problems, status=400, content_type="text/plain; charset=utf-8")
     attempts = filters.qs.order_by("-end", "-pk").iterator(chunk_size=CHUNK)
-    rows = (export_row(attempt) for attempt in attempts)
+    rows = (export_row(attempt, request.build_absolute_uri) for attempt in attempts)
     if format == "csv":
         response = StreamingHttpResponse(_csv(rows), content_type="text/csv; charset=utf-8")
     else:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from diagnoses.models import Attempt, Cluster, Node
 from handoffs import selectors
+from handoffs.channels import DeliveryError
 from handoffs.models import Drain, DrainPolicy, NotificationRule
 from handoffs.services import drains, notifications
 
@@ -122,6 +123,22 @@ def notification_rule_save(request, pk: int | None = None):
 
 @login_required
 @require_POST
+def notification_rule_test(request, pk: int):
+    """Send the rule's test message now; its endpoint's answer (or why it failed) is the page's message."""
+    if not request.user.has_perm(CONFIGURE_RULES):
+        raise PermissionDenied("only admins configure notifications")
+    rule = get_object_or_404(NotificationRule, pk=pk)
+    try:
+        answer = notifications.rule_test(rule=rule, user=request.user)
+    except DeliveryError as exc:
+        messages.error(request, f"The test message of {rule.name} failed: {exc}")
+    else:
+        messages.success(request, f"Test message of {rule.name} sent: {answer}")
+    return redirect(reverse("pages:notification-list") + f"#rule-{rule.pk}")
+
+
+@login_required
+@require_POST
 def notification_rule_delete(request, pk: int):
     if not request.user.has_perm("handoffs.delete_notificationrule"):
         raise PermissionDenied("only admins configure notifications")
@@ -137,11 +154,13 @@ def notification_rule_delete(request, pk: int):
 @login_required
 @require_GET
 def drain_list(request):
+    policies = selectors.drain_policies()
     context = {
         "waiting": selectors.drains_waiting(),
         "holding": selectors.drains_holding(),
         "history": selectors.drains_history(),
-        "policies": selectors.drain_policies(),
+        "policies": policies,
+        "demo_clusters": [policy.cluster.name for policy in policies if policy.cluster.has_demo_scheduler],
         "may_approve": request.user.has_perm(APPROVE),
         "may_resume": request.user.has_perm(RESUME),
         "may_configure": request.user.has_perm(CONFIGURE_DRAINS),

@@ -16,12 +16,14 @@ ROLES = {
     "admin": (ADMIN,),  # clusters, the Django admin
 }
 READ = {"GET": "signed in"}
+NOT_BEHIND_THE_LOGIN = {"metrics"}  # scrapers reach it without a session: another method is 405 for anyone
 
 ROUTES = {
     # the triage pages (read-only but for their forms)
     "pages:overview": READ,
     "pages:job-list": READ,
     "pages:job-export": READ,
+    "pages:upload": {"GET": "triage", "POST": "triage"},
     "pages:attempt-detail": READ,
     "pages:attempt-review": {"POST": "triage"},
     "pages:review-withdraw": {"POST": "triage"},
@@ -39,14 +41,15 @@ ROUTES = {
     "pages:notification-rule-add": {"POST": "admin"},
     "pages:notification-rule-change": {"POST": "admin"},
     "pages:notification-rule-delete": {"POST": "admin"},
+    "pages:notification-rule-test": {"POST": "admin"},
     "pages:drain-list": READ,
     "pages:drain-propose": {"POST": "triage"},
     "pages:drain-approve": {"POST": "admin"},
     "pages:drain-reject": {"POST": "admin"},
     "pages:drain-resume": {"POST": "admin"},
     "pages:drain-policy": {"POST": "admin"},
-    # Prometheus: a scraper's bearer token or network, never a session (none configured here: nobody)
-    "metrics": {"GET": ()},
+    # Prometheus: a scraper's bearer token or network (none configured here), or an admin's session
+    "metrics": {"GET": "admin"},
     # signing in and out (Django's views: the login form also takes PUT)
     "login": {"GET": "everyone", "POST": "everyone", "PUT": "everyone"},
     "logout": {"POST": "everyone"},

@@ -14,7 +14,14 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from access.roles import ADMIN, RULE_EDITOR, TRIAGER, VIEWER
-from triage.tests.route_table import ADMIN_SITE, ADMIN_SITE_SUPERUSER, ADMIN_SITE_VIEW_ONLY, ROLES, ROUTES
+from triage.tests.route_table import (
+    ADMIN_SITE,
+    ADMIN_SITE_SUPERUSER,
+    ADMIN_SITE_VIEW_ONLY,
+    NOT_BEHIND_THE_LOGIN,
+    ROLES,
+    ROUTES,
+)
 from triage.tests.test_reads_only import admin_urls, named_urls, stored  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +59,7 @@ def expected(route: str, method: str, principal: str) -> set[str]:
         return {"ok"} if principal in who(entry[method]) else {"denied"}
     if any(principal in who(allowed) for allowed in entry.values()):
         return {"405"}
-    signed_in_only = any(who(allowed) for allowed in entry.values())  # else no session opens it (/metrics)
+    signed_in_only = route not in NOT_BEHIND_THE_LOGIN and any(who(allowed) for allowed in entry.values())
     return {"denied"} if principal == "anonymous" and signed_in_only else {"405", "denied"}
 
 
