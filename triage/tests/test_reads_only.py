@@ -53,7 +53,7 @@ QUERIES = {
     ("workbench", "try"): ["?attempt={attempt}", "?attempt={discovered}"],
     ("workbench", "explore"): ["?attempt={attempt}&ref={ref}", "?line=NVRM: Xid 79&stream=syslog"],
     ("workbench", "diff"): ["?a=1&b=2"],
-    ("workbench", "editor"): ["?from=1"],
+    ("workbench", "editor"): ["?from=1", "?from=2&rule=gpu.xid.nvlink&q=xid"],
     ("api", "attempt-list"): ["?outcome=attributed&node=node02", "?root_cause_node=node02&verdict_source=review"],
     ("api", "review-list"): ["?attempt=1&withdrawn=false"],
     ("api", "evidence-excerpt"): ["?context=3"],
