@@ -4,7 +4,9 @@ markers. Pure geometry: events in, positions out; the template draws the SVG.
 Marks of one role that fall within a few pixels of each other on a lane are drawn as one mark that
 counts them (800,000 copies of one Xid line are one mark). Attempts of ``FULL_LANES`` nodes or more
 show only the interesting nodes (root cause, candidates, evidence, then the earliest causes and
-cascades) and collapse the rest into one counted lane.
+cascades) and collapse the rest into one counted lane. Lanes are ordered by what they hold: the root
+cause's first, then the candidates', then the rest (symptoms and context), each group in the attempt's
+node order; the collapsed lane comes last.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import NamedTuple
 WIDTH = 1000
 LABEL_WIDTH = 190  # node names on the left
 LABEL_CHARS = 25  # characters of a node name that fit there
+BRIEF_CHARS = 17  # and in the larger type of a narrow timeline (pages: at most about 800 px wide)
 PLOT_RIGHT = WIDTH - 12
 AXIS_HEIGHT = 26
 LANE_HEIGHT = 22
@@ -104,6 +107,7 @@ class Lane:
     y: float = 0
     root_cause: bool = False
     marks: list[Mark] = field(default_factory=list)
+    brief_title: str = ""  # a shorter title for narrow timelines, where the middle-shortened one would not do
 
     @property
     def middle(self) -> float:
@@ -111,11 +115,27 @@ class Lane:
 
     @property
     def label(self) -> str:
-        """The title shortened in the middle (node names differ at their ends: ``pool-98346da9-5ada``)."""
-        if len(self.title) <= LABEL_CHARS:
-            return self.title
-        keep = LABEL_CHARS - 1
-        return f"{self.title[: keep // 2]}…{self.title[-(keep - keep // 2) :]}"
+        """The title shortened to fit the label column (a root cause's, bold and followed by ◆, shorter)."""
+        return _shortened(self.title, LABEL_CHARS - 6 * self.root_cause)
+
+    @property
+    def brief(self) -> str:
+        """The label of a narrow timeline, drawn in larger type (CSS chooses one of the two)."""
+        return _shortened(self.brief_title or self.title, BRIEF_CHARS - 4 * self.root_cause)
+
+    @property
+    def rank(self) -> int:
+        """Where the lane goes: 0 the root cause's, 1 a candidate's, 2 the rest."""
+        roles = {mark.role for mark in self.marks}
+        return 0 if self.root_cause or "root_cause" in roles else 1 if "candidate" in roles else 2
+
+
+def _shortened(title: str, chars: int) -> str:
+    """``title`` shortened in the middle (node names differ at their ends: ``pool-98346da9-5ada``)."""
+    if len(title) <= chars:
+        return title
+    keep = chars - 1
+    return f"{title[: keep // 2]}…{title[-(keep - keep // 2) :]}"
 
 
 @dataclass(frozen=True)
@@ -145,6 +165,11 @@ class Timeline:
     @property
     def height(self) -> float:
         return AXIS_HEIGHT + LANE_HEIGHT * len(self.lanes) + 6
+
+    @property
+    def axis_labels(self) -> list[tuple[float, str, str]]:
+        """The ticks' (x, label, text-anchor): centred on their tick, but ending at it near the right edge."""
+        return [(x, label, "end" if x > WIDTH - 50 else "middle") for x, label in self.ticks]
 
 
 def layout(
@@ -192,14 +217,13 @@ def layout(
     shown = _shown_nodes(nodes, by_node, root_cause_nodes | highlighted_nodes)
     lanes = []
     if by_node.get(None):
-        lanes.append(Lane(name=None, title="scheduler and cluster events"))
+        lanes.append(Lane(name=None, title="scheduler and cluster events", brief_title="scheduler/cluster"))
     lanes += [Lane(name=name, title=name, root_cause=name in root_cause_nodes) for name in shown]
     shown_set = set(shown)
     hidden = [name for name in nodes if name not in shown_set]
     if hidden:
         lanes.append(Lane(name=None, title=f"{len(hidden)} other nodes"))
-    for index, lane in enumerate(lanes):
-        lane.y = AXIS_HEIGHT + index * LANE_HEIGHT
+    for lane in lanes:
         if lane.name is not None:
             members = by_node.get(lane.name, [])
         elif lane is lanes[-1] and hidden:
@@ -207,6 +231,11 @@ def layout(
         else:
             members = by_node.get(None, [])
         lane.marks = _marks(members, x_of, evidence_refs)
+    folded = lanes.pop() if hidden else None
+    lanes.sort(key=lambda lane: lane.rank)  # stable: each group in node order, the scheduler's lane first
+    lanes += [folded] if folded else []
+    for index, lane in enumerate(lanes):
+        lane.y = AXIS_HEIGHT + index * LANE_HEIGHT
     markers = [Marker(x_of(moment), label, moment) for moment, label in transitions if start <= moment <= end]
     return Timeline(
         start=start,

@@ -92,7 +92,7 @@ def test_the_events_read_as_numbers_give_the_timeline_the_models_gave(large, zoo
     assert {e.time.microsecond for e in events if e.time} != {0}
     drawn = lay(large, events, zoom)
     assert drawn == lay(large, before, zoom) == lay(large, events[::-1], zoom)  # in whatever order they come
-    assert (drawn.collapsed > 0, drawn.untimed, drawn.lanes[0].name) == (True, 130, None)
+    assert (drawn.collapsed > 0, drawn.untimed, drawn.lanes[0].name) == (True, 130, "node007")  # the root cause first
     assert {mark.approx for lane in drawn.lanes for mark in lane.marks} == {True, False}
 
 
