@@ -269,7 +269,11 @@ def backlog_size() -> int:
 
 
 def review_verdicts(*, since: datetime) -> dict[str, int]:
-    """Reviews given since ``since`` and not withdrawn, by verdict (every verdict present, zero when none)."""
+    """Reviews given since ``since`` and not withdrawn, by verdict (every verdict present, zero when none), with the
+    corrections that picked one of the diagnosis's own candidates apart: ``candidate``, not ``corrected``."""
     reviews = Review.objects.filter(created__gte=since, withdrawn=None)
     counts = dict(reviews.values_list("verdict").annotate(count=Count("pk")).order_by())
-    return {verdict: counts.get(verdict, 0) for verdict in Review.Verdict.values}
+    verdicts = {verdict: counts.get(verdict, 0) for verdict in Review.Verdict.values}
+    verdicts["candidate"] = reviews.filter(picked_candidate=True).count()
+    verdicts[Review.Verdict.CORRECTED] -= verdicts["candidate"]
+    return verdicts

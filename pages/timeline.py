@@ -28,6 +28,7 @@ BUCKET = 4  # marks of one role closer than this (in x) on a lane are merged
 FULL_LANES = 100  # from this many nodes on, only the interesting ones get a lane
 INTERESTING_LANES = 24
 ROLE_ORDER = ("context", "teardown", "cascade", "candidate", "root_cause")  # drawing order: causes on top
+ONE_SECOND = timedelta(seconds=1)
 TICK_STEPS = [
     timedelta(seconds=s)
     for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
@@ -79,9 +80,17 @@ class Mark:
         """The mark's accessible name (times in UTC, as the axis)."""
         what = self.role.replace("_", " ")
         more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+        return f"{what}: {self.rule} {self.when}{more}"
+
+    @property
+    def when(self) -> str:
+        """When its lines were written, one clock time or one interval: ``at 10:14:07 UTC``; approximate,
+        ``between 10:14:07 and 10:15:00 UTC (approximate)``, or ``at about 10:14:07 UTC`` when its interval is that
+        second (a bound no line gives is the drawn time: ``low`` and ``high`` are always set)."""
         if not self.approx:
-            return f"{what}: {self.rule} at {self.time:%H:%M:%S} UTC{more}"
-        return f"{what}: {self.rule} at ~{self.time:%H:%M:%S} UTC (approximate: {self.bounds}){more}"
+            return f"at {self.time:%H:%M:%S} UTC"
+        low, high = f"{self.low:%H:%M:%S}", f"{self.high:%H:%M:%S}"
+        return f"between {low} and {high} UTC (approximate)" if low != high else f"at about {low} UTC"
 
     @property
     def span_from(self) -> float:
@@ -93,11 +102,9 @@ class Mark:
         return round(max(self.x_high - self.x_low, 2), 2)
 
     @property
-    def bounds(self) -> str:
-        """Where an approximate mark's lines lie: ``between 10:14:07 and 10:15:00 UTC``."""
-        if self.low is not None and self.high is not None:
-            return f"between {self.low:%H:%M:%S} and {self.high:%H:%M:%S} UTC"
-        return f"after {self.time:%H:%M:%S} UTC"
+    def spans(self) -> bool:
+        """Whether it is drawn with its interval: approximate, over more than one second."""
+        return self.approx and self.high - self.low >= ONE_SECOND
 
 
 @dataclass
@@ -222,7 +229,7 @@ def layout(
     shown_set = set(shown)
     hidden = [name for name in nodes if name not in shown_set]
     if hidden:
-        lanes.append(Lane(name=None, title=f"{len(hidden)} other nodes"))
+        lanes.append(Lane(name=None, title=f"{len(hidden)} other node{'s' * (len(hidden) != 1)}"))
     for lane in lanes:
         if lane.name is not None:
             members = by_node.get(lane.name, [])

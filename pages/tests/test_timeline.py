@@ -154,8 +154,15 @@ def test_an_approximate_event_is_drawn_as_its_interval_and_never_merged_with_an_
     assert interval.span_width == round(interval.x_high - interval.x_low, 2) > 50
     assert interval.event == 4
     assert interval.evidence is None
-    assert (
-        interval.label
-        == "cascade: nccl.watchdog_timeout at ~10:05:00 UTC (approximate: between 10:05:00 and 10:08:00 UTC)"
-    )
+    assert interval.label == "cascade: nccl.watchdog_timeout between 10:05:00 and 10:08:00 UTC (approximate)"
+    assert interval.spans
     assert result.untimed == 0
+
+
+def test_an_approximate_time_of_one_second_is_one_clock_time_and_no_interval():
+    moment = START + timedelta(minutes=5, microseconds=300)
+    point = Event("n1", moment, "cascade", "nccl.x", "no stamp", "logs/a.log:9", 1, "app", 4, True, moment, moment)
+    [mark] = lay(["n1"], [point]).lanes[0].marks
+
+    assert mark.label == "cascade: nccl.x at about 10:05:00 UTC"
+    assert not mark.spans  # nothing of no width drawn as an interval

@@ -49,6 +49,7 @@ def overview(request):
         "backlog_capped": backlog > paging.COUNT_CAP,
         "verdicts": verdicts,
         "reviewed": sum(verdicts.values()),
+        "agreed": verdicts["confirmed"] + verdicts["candidate"],  # a pick of its own candidate agrees with it
         "since": first,
         "window": _window(first),
     }
