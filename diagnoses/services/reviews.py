@@ -91,7 +91,11 @@ def candidate_picked(document: dict, corrections: dict) -> bool:
     counts as agreeing with the engine, not as correcting it (the overview's share of reviews that agree)."""
     if corrections["corrected_outcome"] != "attributed":
         return False
-    chosen = (corrections["corrected_domain"], corrections["corrected_subdomain"], sorted(corrections["corrected_nodes"]))
+    chosen = (
+        corrections["corrected_domain"],
+        corrections["corrected_subdomain"],
+        sorted(corrections["corrected_nodes"]),
+    )
     return any(
         (candidate.get("domain", ""), candidate.get("subdomain", ""), sorted(candidate.get("nodes", ()))) == chosen
         for candidate in document.get("candidates", ())
