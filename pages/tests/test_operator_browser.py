@@ -83,6 +83,7 @@ def main_pages(attempt: Attempt) -> list[str]:
         "/rules/sets/default/edit",
         "/rules/sets/default/edit?rule=gpu.xid.nvlink",
         "/rules/sets/default/r1/explore",
+        "/rules/sets/default/r1/explore?line=NVRM%3A+Xid+79&stream=syslog&rule=gpu.xid.memory",
         "/rules/reanalyse/",
     ]
 
