@@ -206,6 +206,6 @@ class ReviewSerializer(serializers.ModelSerializer):
         model = Review
         fields = [
             "id", "diagnosis", "reviewer", "created", "verdict", "corrected_outcome", "corrected_domain",
-            "corrected_subdomain", "corrected_nodes", "note", "withdrawn", "withdrawn_by",
+            "corrected_subdomain", "corrected_nodes", "note", "picked_candidate", "withdrawn", "withdrawn_by",
         ]  # fmt: skip
-        read_only_fields = ["created", "withdrawn"]
+        read_only_fields = ["created", "picked_candidate", "withdrawn"]

@@ -144,7 +144,7 @@ def seed(connection, attempts: int) -> dict:
         cursor,
         "diagnoses_review",
         "id, created, verdict, corrected_outcome, corrected_domain, corrected_subdomain, corrected_nodes, note, "
-        "diagnosis_id, reviewer_id",
+        "picked_candidate, diagnosis_id, reviewer_id",
     )
     cursor.execute(
         "INSERT INTO auth_user (id, password, is_superuser, username, first_name, last_name, email, is_staff, "
@@ -196,7 +196,7 @@ def seed(connection, attempts: int) -> dict:
         reviewed = bool(outcome) and rnd.random() < REVIEWED
         if reviewed:
             ids["review"] += 1
-            review_rows.add(ids["review"], end.isoformat(), "confirmed", "", "", "", "[]", "", pk, 1)
+            review_rows.add(ids["review"], end.isoformat(), "confirmed", "", "", "", "[]", "", "f", pk, 1)
         source = ("review" if reviewed else "engine") if outcome else ""
         waiting = outcome in ("ambiguous", "unattributed") and not reviewed
         attempt_rows.add(

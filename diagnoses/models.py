@@ -377,6 +377,10 @@ class Review(models.Model):
     corrected_subdomain = models.CharField(max_length=80, blank=True)
     corrected_nodes = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
+    picked_candidate = models.BooleanField(
+        default=False,
+        help_text="A correction to one of the diagnosis's own candidates: it agrees with the engine (docs/api.md)",
+    )
     withdrawn = models.DateTimeField(null=True, blank=True, help_text="When it was withdrawn (it no longer counts)")
     withdrawn_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

@@ -123,6 +123,11 @@ def review_list() -> QuerySet[Review]:
     return Review.objects.select_related("reviewer", "withdrawn_by")
 
 
+def nodes_named_root_cause() -> QuerySet:
+    """The ids of the nodes some attempt's verdict of record names as its root cause."""
+    return Attempt.verdict_nodes.through.objects.values("node_id")
+
+
 def attempt_find(key: str) -> Attempt | None:
     """An attempt by id or by ``CLUSTER/JOB_ID[#ATTEMPT]`` (attempt 0 when the number is left out)."""
     if key.isdigit():

@@ -1,5 +1,5 @@
 """The hand-offs' reads: the counts the metrics expose, repeat offenders, the triage backlog, notification rules with
-their incidents and deliveries, and drains."""
+their incidents and deliveries, drains, and the node inventory with each node's drain."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from datetime import UTC, datetime, time, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Max, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from connectors.base import UnusableKind, connector_class
@@ -209,3 +210,29 @@ def cluster_can_drain(cluster: Cluster) -> bool:
     except UnusableKind:
         return False
     return all(callable(getattr(cls, method, None)) for method in ("drain_node", "resume_node"))
+
+
+# Nodes -----------------------------------------------------------------------------------------------------------
+
+
+def node_inventory(*, since: datetime) -> QuerySet[Node]:
+    """Every node with what the inventory shows (the node list page and ``/api/v1/nodes``): ``attempt_count`` it ran,
+    the one that ended ``last_end``, ``root_causes`` (the verdicts of record naming it), ``recent_causes`` of them
+    ending since ``since``, and ``drain_state`` and ``drain_id`` of its active drain (proposed, approved or drained;
+    empty when none). Each is a subquery of one node, so a page of nodes costs what its rows cost, whatever the
+    number of attempts."""
+    ran = Attempt.nodes.through.objects.filter(node_id=OuterRef("pk")).order_by().values("node_id")
+    named = Attempt.verdict_nodes.through.objects.filter(node_id=OuterRef("pk")).order_by().values("node_id")
+    drain = Drain.objects.filter(node_id=OuterRef("pk"), state__in=Drain.ACTIVE).order_by("-proposed", "-pk")
+    return Node.objects.select_related("cluster").annotate(
+        attempt_count=_count(ran),
+        last_end=Subquery(ran.annotate(last=Max("attempt__end")).values("last")),
+        root_causes=_count(named),
+        recent_causes=_count(named.filter(attempt__end__gte=since)),
+        drain_state=Subquery(drain.values("state")[:1]),
+        drain_id=Subquery(drain.values("pk")[:1]),
+    )
+
+
+def _count(rows: QuerySet) -> Coalesce:
+    return Coalesce(Subquery(rows.annotate(count=Count("pk")).values("count")), 0)

@@ -72,6 +72,12 @@ def seek(
     )
 
 
+def one_page(rows: list, *, sort: str = "-end") -> Page:
+    """``rows`` as a list's only page: the lists' table and pager, without other pages (the overview's latest
+    failures, a search's attempts)."""
+    return Page(rows=rows, sort=sort, next_cursor=None, previous_cursor=None, count=len(rows), count_capped=False)
+
+
 def count_bounded(queryset: QuerySet) -> int:
     """The number of rows, counted up to ``COUNT_CAP + 1`` (more means "more than COUNT_CAP")."""
     return queryset.order_by()[: COUNT_CAP + 1].count()

@@ -11,6 +11,7 @@ from diagnoses.models import (
     Diagnosis,
     Evidence,
     FlightRecorderSummary,
+    Job,
     Node,
     NodeEvent,
     Review,
@@ -163,6 +164,24 @@ def review_of_attempt(*, attempt_id: int, review_id: int) -> Review | None:
     return Review.objects.select_related("diagnosis").filter(pk=review_id, diagnosis__attempt_id=attempt_id).first()
 
 
+def failures_recent(*, limit: int = 10) -> list[Attempt]:
+    """The attempts that ended last, newest first, as the lists show them."""
+    return list(attempt_table().order_by("-end", "-pk")[:limit])
+
+
+def search(q: str, *, limit: int = 20) -> dict[str, list]:
+    """What a search from the header finds, ``limit`` of each at most: ``attempts`` whose job id starts with ``q`` or
+    whose job name holds it (newest first), ``nodes`` whose name holds it, ``users`` whose name starts with it."""
+    attempts = attempt_table().filter(Q(job__job_id__istartswith=q) | Q(job__name__icontains=q))
+    nodes = Node.objects.select_related("cluster").filter(name__icontains=q).order_by("name", "pk")
+    users = Job.objects.filter(user__istartswith=q).order_by("user").values_list("user", flat=True).distinct()
+    return {
+        "attempts": list(attempts.order_by("-end", "-pk")[:limit]),
+        "nodes": list(nodes[:limit]),
+        "users": list(users[:limit]),
+    }
+
+
 def node_find(*, cluster: str, name: str) -> Node | None:
     return Node.objects.select_related("cluster").filter(cluster__name=cluster, name=name).first()
 
@@ -269,7 +288,11 @@ def backlog_size() -> int:
 
 
 def review_verdicts(*, since: datetime) -> dict[str, int]:
-    """Reviews given since ``since`` and not withdrawn, by verdict (every verdict present, zero when none)."""
+    """Reviews given since ``since`` and not withdrawn, by verdict (every verdict present, zero when none), with the
+    corrections that picked one of the diagnosis's own candidates apart: ``candidate``, not ``corrected``."""
     reviews = Review.objects.filter(created__gte=since, withdrawn=None)
     counts = dict(reviews.values_list("verdict").annotate(count=Count("pk")).order_by())
-    return {verdict: counts.get(verdict, 0) for verdict in Review.Verdict.values}
+    verdicts = {verdict: counts.get(verdict, 0) for verdict in Review.Verdict.values}
+    verdicts["candidate"] = reviews.filter(picked_candidate=True).count()
+    verdicts[Review.Verdict.CORRECTED] -= verdicts["candidate"]
+    return verdicts

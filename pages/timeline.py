@@ -4,7 +4,9 @@ markers. Pure geometry: events in, positions out; the template draws the SVG.
 Marks of one role that fall within a few pixels of each other on a lane are drawn as one mark that
 counts them (800,000 copies of one Xid line are one mark). Attempts of ``FULL_LANES`` nodes or more
 show only the interesting nodes (root cause, candidates, evidence, then the earliest causes and
-cascades) and collapse the rest into one counted lane.
+cascades) and collapse the rest into one counted lane. Lanes are ordered by what they hold: the root
+cause's first, then the candidates', then the rest (symptoms and context), each group in the attempt's
+node order; the collapsed lane comes last.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import NamedTuple
 WIDTH = 1000
 LABEL_WIDTH = 190  # node names on the left
 LABEL_CHARS = 25  # characters of a node name that fit there
+BRIEF_CHARS = 17  # and in the larger type of a narrow timeline (pages: at most about 800 px wide)
 PLOT_RIGHT = WIDTH - 12
 AXIS_HEIGHT = 26
 LANE_HEIGHT = 22
@@ -25,6 +28,7 @@ BUCKET = 4  # marks of one role closer than this (in x) on a lane are merged
 FULL_LANES = 100  # from this many nodes on, only the interesting ones get a lane
 INTERESTING_LANES = 24
 ROLE_ORDER = ("context", "teardown", "cascade", "candidate", "root_cause")  # drawing order: causes on top
+ONE_SECOND = timedelta(seconds=1)
 TICK_STEPS = [
     timedelta(seconds=s)
     for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
@@ -76,9 +80,17 @@ class Mark:
         """The mark's accessible name (times in UTC, as the axis)."""
         what = self.role.replace("_", " ")
         more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+        return f"{what}: {self.rule} {self.when}{more}"
+
+    @property
+    def when(self) -> str:
+        """When its lines were written, one clock time or one interval: ``at 10:14:07 UTC``; approximate,
+        ``between 10:14:07 and 10:15:00 UTC (approximate)``, or ``at about 10:14:07 UTC`` when its interval is that
+        second (a bound no line gives is the drawn time: ``low`` and ``high`` are always set)."""
         if not self.approx:
-            return f"{what}: {self.rule} at {self.time:%H:%M:%S} UTC{more}"
-        return f"{what}: {self.rule} at ~{self.time:%H:%M:%S} UTC (approximate: {self.bounds}){more}"
+            return f"at {self.time:%H:%M:%S} UTC"
+        low, high = f"{self.low:%H:%M:%S}", f"{self.high:%H:%M:%S}"
+        return f"between {low} and {high} UTC (approximate)" if low != high else f"at about {low} UTC"
 
     @property
     def span_from(self) -> float:
@@ -90,11 +102,9 @@ class Mark:
         return round(max(self.x_high - self.x_low, 2), 2)
 
     @property
-    def bounds(self) -> str:
-        """Where an approximate mark's lines lie: ``between 10:14:07 and 10:15:00 UTC``."""
-        if self.low is not None and self.high is not None:
-            return f"between {self.low:%H:%M:%S} and {self.high:%H:%M:%S} UTC"
-        return f"after {self.time:%H:%M:%S} UTC"
+    def spans(self) -> bool:
+        """Whether it is drawn with its interval: approximate, over more than one second."""
+        return self.approx and self.high - self.low >= ONE_SECOND
 
 
 @dataclass
@@ -104,6 +114,7 @@ class Lane:
     y: float = 0
     root_cause: bool = False
     marks: list[Mark] = field(default_factory=list)
+    brief_title: str = ""  # a shorter title for narrow timelines, where the middle-shortened one would not do
 
     @property
     def middle(self) -> float:
@@ -111,11 +122,27 @@ class Lane:
 
     @property
     def label(self) -> str:
-        """The title shortened in the middle (node names differ at their ends: ``pool-98346da9-5ada``)."""
-        if len(self.title) <= LABEL_CHARS:
-            return self.title
-        keep = LABEL_CHARS - 1
-        return f"{self.title[: keep // 2]}…{self.title[-(keep - keep // 2) :]}"
+        """The title shortened to fit the label column (a root cause's, bold and followed by ◆, shorter)."""
+        return _shortened(self.title, LABEL_CHARS - 6 * self.root_cause)
+
+    @property
+    def brief(self) -> str:
+        """The label of a narrow timeline, drawn in larger type (CSS chooses one of the two)."""
+        return _shortened(self.brief_title or self.title, BRIEF_CHARS - 4 * self.root_cause)
+
+    @property
+    def rank(self) -> int:
+        """Where the lane goes: 0 the root cause's, 1 a candidate's, 2 the rest."""
+        roles = {mark.role for mark in self.marks}
+        return 0 if self.root_cause or "root_cause" in roles else 1 if "candidate" in roles else 2
+
+
+def _shortened(title: str, chars: int) -> str:
+    """``title`` shortened in the middle (node names differ at their ends: ``pool-98346da9-5ada``)."""
+    if len(title) <= chars:
+        return title
+    keep = chars - 1
+    return f"{title[: keep // 2]}…{title[-(keep - keep // 2) :]}"
 
 
 @dataclass(frozen=True)
@@ -145,6 +172,11 @@ class Timeline:
     @property
     def height(self) -> float:
         return AXIS_HEIGHT + LANE_HEIGHT * len(self.lanes) + 6
+
+    @property
+    def axis_labels(self) -> list[tuple[float, str, str]]:
+        """The ticks' (x, label, text-anchor): centred on their tick, but ending at it near the right edge."""
+        return [(x, label, "end" if x > WIDTH - 50 else "middle") for x, label in self.ticks]
 
 
 def layout(
@@ -192,14 +224,13 @@ def layout(
     shown = _shown_nodes(nodes, by_node, root_cause_nodes | highlighted_nodes)
     lanes = []
     if by_node.get(None):
-        lanes.append(Lane(name=None, title="scheduler and cluster events"))
+        lanes.append(Lane(name=None, title="scheduler and cluster events", brief_title="scheduler/cluster"))
     lanes += [Lane(name=name, title=name, root_cause=name in root_cause_nodes) for name in shown]
     shown_set = set(shown)
     hidden = [name for name in nodes if name not in shown_set]
     if hidden:
-        lanes.append(Lane(name=None, title=f"{len(hidden)} other nodes"))
-    for index, lane in enumerate(lanes):
-        lane.y = AXIS_HEIGHT + index * LANE_HEIGHT
+        lanes.append(Lane(name=None, title=f"{len(hidden)} other node{'s' * (len(hidden) != 1)}"))
+    for lane in lanes:
         if lane.name is not None:
             members = by_node.get(lane.name, [])
         elif lane is lanes[-1] and hidden:
@@ -207,6 +238,11 @@ def layout(
         else:
             members = by_node.get(None, [])
         lane.marks = _marks(members, x_of, evidence_refs)
+    folded = lanes.pop() if hidden else None
+    lanes.sort(key=lambda lane: lane.rank)  # stable: each group in node order, the scheduler's lane first
+    lanes += [folded] if folded else []
+    for index, lane in enumerate(lanes):
+        lane.y = AXIS_HEIGHT + index * LANE_HEIGHT
     markers = [Marker(x_of(moment), label, moment) for moment, label in transitions if start <= moment <= end]
     return Timeline(
         start=start,

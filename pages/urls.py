@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview, uploads
+from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview, search, uploads
 
 app_name = "pages"
 
@@ -21,6 +21,8 @@ urlpatterns = [
     path("attempts/<int:pk>/evidence/<int:evidence_id>/context", attempts.evidence_context, name="evidence-context"),
     path("attempts/<int:pk>/events/<int:event_id>/context", attempts.event_context, name="event-context"),
     path("triage/", lists.triage_queue, name="triage-queue"),
+    path("search/", search.search, name="search"),
+    path("nodes/", nodes.node_list, name="node-list"),
     path("nodes/<str:cluster>/<path:name>/", nodes.node_detail, name="node-detail"),  # node names may hold "/"
     path("clusters/", clusters.cluster_status, name="cluster-status"),
     path("notifications/", handoffs.notification_list, name="notification-list"),

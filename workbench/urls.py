@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from workbench.views import cases, rulesets, runs, trials
+from workbench.views import cases, editor, rulesets, runs, trials
 
 app_name = "workbench"
 
@@ -15,8 +15,8 @@ urlpatterns = [
     path("runs/<int:pk>/cancel", runs.run_cancel, name="run-cancel"),
     path("sets/<str:name>/", rulesets.ruleset_detail, name="ruleset"),
     path("sets/<str:name>/diff", rulesets.ruleset_diff, name="diff"),
-    path("sets/<str:name>/edit", rulesets.editor, name="editor"),
-    path("sets/<str:name>/check", rulesets.editor_check, name="editor-check"),
+    path("sets/<str:name>/edit", editor.editor, name="editor"),
+    path("sets/<str:name>/check", editor.editor_check, name="editor-check"),
     path("sets/<str:name>/r<int:number>/", rulesets.revision_detail, name="revision"),
     path("sets/<str:name>/r<int:number>/activate", rulesets.revision_activate, name="activate"),
     path("sets/<str:name>/r<int:number>/try", trials.revision_try, name="try"),

@@ -75,13 +75,33 @@ def review_create(
     problems = review_problems(verdict=verdict, corrections=corrections, nodes=nodes)
     if problems:
         raise ValidationError({name: [message] for name, message in problems.items()})
-    review = Review(diagnosis=diagnosis, reviewer=reviewer, verdict=verdict, note=note, **corrections)
+    picked = verdict == Review.Verdict.CORRECTED and candidate_picked(diagnosis.document, corrections)
+    review = Review(
+        diagnosis=diagnosis, reviewer=reviewer, verdict=verdict, note=note, picked_candidate=picked, **corrections
+    )
     review.full_clean()
     with transaction.atomic():
         review.save()
         attempt_verdict_update(attempt_id=diagnosis.attempt_id)
         event_counts.events_count(event_counts.review_recorded(diagnosis.attempt.cluster.name, verdict))
     return review
+
+
+def candidate_picked(document: dict, corrections: dict) -> bool:
+    """Whether a correction names one of the diagnosis's own candidates (its outcome attributed, with a candidate's
+    domain, subdomain and nodes): the engine found the cause and could not choose, a person chose. Such a pick
+    counts as agreeing with the engine, not as correcting it (the overview's share of reviews that agree)."""
+    if corrections["corrected_outcome"] != "attributed":
+        return False
+    chosen = (
+        corrections["corrected_domain"],
+        corrections["corrected_subdomain"],
+        sorted(corrections["corrected_nodes"]),
+    )
+    return any(
+        (candidate.get("domain", ""), candidate.get("subdomain", ""), sorted(candidate.get("nodes", ()))) == chosen
+        for candidate in document.get("candidates", ())
+    )
 
 
 def review_withdraw(*, review: Review, by) -> Review:

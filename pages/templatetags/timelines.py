@@ -32,13 +32,10 @@ def _mark(mark: Mark, lane: Lane, attempt_pk: int) -> str:
         target = f'data-context="{href}"'
     title, label = escape(lane.title), escape(mark.label)
     approx = " approx" if mark.approx else ""
-    where = f"{title} · {'~' if mark.approx else ''}{mark.time:%H:%M:%S} UTC"
-    if mark.approx:
-        where += f" ({escape(mark.bounds)})"
-    where += f" · {escape(mark.ref)}"
+    where = f"{title} · {escape(mark.when)} · {escape(mark.ref)}"
     span = (
         f'<rect class="span" x="{mark.span_from}" y="-3" width="{mark.span_width}" height="6" rx="3"/>'
-        if mark.approx
+        if mark.spans
         else ""
     )
     halo = '<circle class="halo" r="9"/>' if mark.role == "root_cause" else ""

@@ -24,24 +24,25 @@ def _shown(moment: datetime) -> str:
     return date_format(timezone.localtime(moment), FULL)
 
 
-def bounds_text(low: datetime | None, high: datetime | None) -> str:
-    """``between 10:14:07 and 10:14:09 UTC``, ``after ...``, ``before ...``: where an approximate time lies."""
-    zone = timezone.get_current_timezone_name()
-    if low is not None and high is not None:
-        return f"between {_shown(low)} and {_shown(high)} {zone}"
-    if low is not None:
-        return f"after {_shown(low)} {zone}"
-    if high is not None:
-        return f"before {_shown(high)} {zone}"
-    return "at a time the logs do not tell"
+APPROXIMATE = "approximate: the line has no time of its own; the lines around it place it here"
+
+
+def _interval(low: datetime, high: datetime) -> str:
+    """``2026-11-02 10:14:07 – 10:14:09`` (the date once when both are on one day)."""
+    shown_low, shown_high = _shown(low), _shown(high)
+    if shown_low[:10] == shown_high[:10]:
+        shown_high = shown_high[11:]
+    return f"{shown_low} – {shown_high}"
 
 
 @register.simple_tag
 def when(item, field="time"):
     """A line's time: an ``ApproximateTime`` row (evidence, node event) or an item of the diagnosis document
     (root cause, candidate, evidence; a symptom's ``first`` with ``field="first"``). Exact: ``2026-11-02
-    10:14:07 UTC``. Approximate: ``~2026-11-02 10:14:07 UTC``, focusable, with its bounds in its title and in
-    text that hovering or focusing shows."""
+    10:14:07 UTC``. Approximate, one clock time or one interval, never both (``time`` is the interval's earliest
+    bound): ``~2026-11-02 10:14:07 – 10:14:09 UTC``; ``~2026-11-02 10:14:07 UTC`` when both bounds are that second
+    (no interval of no width); ``some time after ...`` (or ``before``) when one bound is known. Why it is
+    approximate is the element's title, not a sentence on every line."""
     if isinstance(item, dict):
         time, approx = _moment(item.get(field)), bool(item.get(f"{field}_approx"))
         low, high = (_moment(b) for b in item.get(f"{field}_bounds") or (None, None))
@@ -52,22 +53,20 @@ def when(item, field="time"):
         if time is None:
             return ""
         return format_html('<time datetime="{}">{} {}</time>', time.isoformat(), _shown(time), zone)
-    bounds = bounds_text(low, high)
-    if time is not None:
-        shown = f"~{_shown(time)} {zone}"
-    elif low is not None and high is not None:
-        shown = f"~{_shown(low)} – {_shown(high)} {zone}"  # known only by the interval
+    if low is not None and high is not None and _shown(low) != _shown(high):
+        shown = f"~{_interval(low, high)} {zone}"
+    elif low is not None and high is not None or (time is not None and low is None and high is None):
+        shown = f"~{_shown(low or time)} {zone}"
+    elif low is not None:
+        shown = f"some time after {_shown(low)} {zone}"
+    elif high is not None:
+        shown = f"some time before {_shown(high)} {zone}"
     else:
-        shown = "time unknown"
-    moment = time or low or high
+        return format_html('<span class="approx" title="{}">time unknown</span>', APPROXIMATE)
+    moment = low or time or high
     return format_html(
-        '<{} class="approx" tabindex="0"{} title="approximate: {}" data-bounds="{}">{}'
-        '<span class="visually-hidden"> (approximate: {})</span></{}>',
-        "time" if moment else "span",
-        format_html(' datetime="{}"', moment.isoformat()) if moment else "",
-        bounds,
-        bounds,
+        '<time class="approx" datetime="{}" title="{}"><span class="visually-hidden">approximately </span>{}</time>',
+        moment.isoformat(),
+        APPROXIMATE,
         shown,
-        bounds,
-        "time" if moment else "span",
     )

@@ -2,12 +2,15 @@
 stored keeps the times as approximate (the interval the attempt's window gives), and the attempt page shows them
 as approximate, ``~``, with their bounds (docs/rules.md, "Time")."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
+from django.utils.html import strip_tags
 
 from access.roles import VIEWER
 from diagnoses.models import Evidence, NodeEvent
+from pages.templatetags.times import APPROXIMATE, when
 
 START, END = datetime(2026, 11, 2, 9, 0, tzinfo=UTC), datetime(2026, 11, 2, 10, 30, tzinfo=UTC)
 NODES = ["node01", "node02"]
@@ -70,13 +73,26 @@ def test_an_exact_time_is_stored_without_bounds(make_bundle, store):
 def test_the_page_shows_the_times_as_approximate_with_their_bounds(unstamped, client_for):
     page = client_for(VIEWER).get(f"/attempts/{unstamped.pk}/").content.decode()
     root = Evidence.objects.get(diagnosis=unstamped.current_diagnosis, role="root_cause")
-    bounds = f"between {root.time_low:%Y-%m-%d %H:%M:%S} and {root.time_high:%Y-%m-%d %H:%M:%S} UTC"
-    assert f'title="approximate: {bounds}"' in page
     assert root.time is None  # nothing in its stream dates it: only the attempt's window bounds it
-    assert f"~{root.time_low:%Y-%m-%d %H:%M:%S} – {root.time_high:%Y-%m-%d %H:%M:%S} UTC" in page
-    assert f"(approximate: {bounds})" in page  # for screen readers, as the title is for the mouse
+    interval = f"~{root.time_low:%Y-%m-%d %H:%M:%S} – {root.time_high:%H:%M:%S} UTC"  # the day once
+    assert f'title="{APPROXIMATE}"><span class="visually-hidden">approximately </span>{interval}</time>' in page
     assert 'class="mark role-root_cause approx"' in page  # the timeline draws the interval
-    assert "root cause: gpu" in page
-    assert "(approximate: between" in page
+    assert (
+        f"root cause: gpu.xid.fallen_off_bus between {root.time_low:%H:%M:%S} and {root.time_high:%H:%M:%S} UTC" in page
+    )
     symptoms = page[page.index('id="symptoms-heading"') :]
     assert 'class="approx"' in symptoms[: symptoms.index("</table>")]  # a symptom's first time too
+
+
+def test_one_clock_time_or_one_interval_never_both_and_no_interval_of_no_width():
+    """Each line says once that its time is approximate (the sentence is the evidence trail's, and the title's)."""
+    low = datetime(2026, 11, 2, 10, 14, 7, tzinfo=UTC)
+    row = SimpleNamespace(time=low, time_approx=True, time_low=low, time_high=low + timedelta(seconds=2))
+    point = SimpleNamespace(time=low, time_approx=True, time_low=low, time_high=low + timedelta(microseconds=400))
+    after = SimpleNamespace(time=low, time_approx=True, time_low=low, time_high=None)
+
+    assert strip_tags(when(row)) == "approximately ~2026-11-02 10:14:07 – 10:14:09 UTC"
+    assert strip_tags(when(point)) == "approximately ~2026-11-02 10:14:07 UTC"
+    assert strip_tags(when(after)) == "approximately some time after 2026-11-02 10:14:07 UTC"
+    assert strip_tags(when({"time": "2026-11-02T10:14:07Z"})) == "2026-11-02 10:14:07 UTC"
+    assert "between" not in when(row)

@@ -37,4 +37,4 @@ def test_the_culprit_leads_to_its_nodes_lane(page: Page, live_server, person, wr
     section.get_by_role("link", name="gpu-02").click()  # rank 2 ran on gpu-02
     expect(page).to_have_url(re.compile(r"#lane-gpu-02$"))
     expect(page.locator("#lane-gpu-02")).to_be_in_viewport()
-    expect(page.locator(".timeline .lane.is-root-cause .lane-label")).to_have_text("gpu-02 ◆")
+    expect(page.locator(".timeline .lane.is-root-cause .lane-label.full")).to_have_text("gpu-02 ◆")

@@ -28,9 +28,10 @@ OVERFLOWING = """() => {
     .slice(0, 10);
 }"""
 
-# Whether the focused element shows it: an outline, or (an SVG mark) a stroke on its shape.
+# Whether the focused element shows it: an outline (the rule editor's frame for its input), or (an SVG mark) a
+# stroke on its shape.
 FOCUS_SHOWN = """() => {
-  const el = document.activeElement; const style = getComputedStyle(el);
+  const el = document.activeElement; const style = getComputedStyle(el.closest(".CodeMirror") || el);
   if (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0) return true;
   return [...el.querySelectorAll("rect, path, circle")].some((shape) => {
     const drawn = getComputedStyle(shape); return drawn.stroke !== "none" && parseFloat(drawn.strokeWidth) >= 2; });
@@ -73,26 +74,36 @@ def main_pages(attempt: Attempt) -> list[str]:
         "/jobs/",
         f"/attempts/{attempt.pk}/",
         "/triage/",
+        "/nodes/",
         f"/nodes/{attempt.cluster.name}/{node.name}/",
+        f"/search/?q={node.name[:4]}",
         "/clusters/",
         "/rules/",
         "/rules/sets/default/",
         "/rules/sets/default/edit",
+        "/rules/sets/default/edit?rule=gpu.xid.nvlink",
+        "/rules/sets/default/r1/explore",
+        "/rules/sets/default/r1/explore?line=NVRM%3A+Xid+79&stream=syslog&rule=gpu.xid.memory",
         "/rules/reanalyse/",
     ]
 
 
-def test_the_rule_editor_sits_beside_its_line_numbers_at_every_width(operator: Page, live_server):
+def test_the_rule_editor_fills_its_column_beside_the_outline_or_below_it(operator: Page, live_server):
     for viewport in (WIDE, NARROW):
         operator.set_viewport_size(viewport)
         operator.goto(f"{live_server.url}/rules/sets/default/edit")
-        gutter = operator.locator("#editor-gutter").bounding_box()
-        text = operator.locator("#rule-source").bounding_box()
+        outline = operator.locator(".outline-pane").bounding_box()
+        text = operator.locator(".CodeMirror").bounding_box()
         main = operator.locator("main").bounding_box()
-        assert abs(text["y"] - gutter["y"]) < 2, (viewport, gutter, text)  # on the same row
-        assert text["x"] >= gutter["x"] + gutter["width"] - 1, (viewport, gutter, text)  # to its right
+        if viewport is WIDE:  # beside the outline
+            assert outline["y"] <= text["y"] < outline["y"] + outline["height"] / 2, (viewport, outline, text)
+            assert text["x"] >= outline["x"] + outline["width"], (viewport, outline, text)
+        else:  # under it, as wide as the page
+            assert text["y"] >= outline["y"] + outline["height"], (viewport, outline, text)
+            assert text["width"] >= 0.9 * main["width"] - 40, (viewport, main, text)
         assert text["x"] + text["width"] >= main["x"] + main["width"] - 40, (viewport, main, text)  # to the edge
-        assert text["width"] >= 0.8 * (main["width"] - gutter["width"]), (viewport, main, text)
+        gutter = operator.locator(".CodeMirror-gutters").bounding_box()
+        assert gutter["width"] < 0.15 * text["width"], (viewport, gutter, text)
 
 
 def test_nothing_scrolls_sideways_at_800_px(operator: Page, live_server):

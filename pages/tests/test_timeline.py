@@ -34,8 +34,8 @@ def test_one_lane_per_node_with_the_root_cause_marked():
 
     result = lay(nodes, events, root_cause_nodes={"n2"}, evidence_refs={"logs/n2/syslog.log:3": 17})
 
-    assert [(lane.name, lane.root_cause) for lane in result.lanes] == [("n1", False), ("n2", True), ("n3", False)]
-    [mark] = result.lanes[1].marks
+    assert [(lane.name, lane.root_cause) for lane in result.lanes] == [("n2", True), ("n1", False), ("n3", False)]
+    [mark] = result.lanes[0].marks
     assert (mark.role, mark.evidence, mark.label) == (
         "root_cause",
         17,
@@ -76,8 +76,25 @@ def test_a_large_attempt_shows_the_interesting_nodes_and_counts_the_rest():
     assert names[-1] is None
     assert result.lanes[-1].title == f"{result.collapsed} other nodes"
     assert {"n200", "n100", "n000", "n001"} <= set(names)
+    assert names[0] == "n200"  # the root cause's lane first, whatever its place among the nodes
     assert result.collapsed == 256 - timeline.INTERESTING_LANES
     assert sum(mark.count for mark in result.lanes[-1].marks) == result.collapsed
+
+
+def test_lanes_go_root_cause_first_then_candidates_then_symptoms_each_in_node_order():
+    nodes = ["n1", "n2", "n3", "n4", "n5", "n6"]
+    events = [event(name, 900) for name in nodes] + [
+        event("n5", 300, "candidate"),
+        event("n2", 301, "candidate"),
+        event(None, 200, "context"),
+        event("n6", 299, "root_cause"),
+    ]
+
+    result = lay(nodes, events, root_cause_nodes={"n6"}, highlighted_nodes={"n3"})
+
+    assert [lane.name for lane in result.lanes] == ["n6", "n2", "n5", None, "n1", "n3", "n4"]
+    assert [lane.y for lane in result.lanes] == [timeline.AXIS_HEIGHT + i * timeline.LANE_HEIGHT for i in range(7)]
+    assert [lane.brief for lane in result.lanes][3] == "scheduler/cluster"
 
 
 def test_zoom_keeps_the_events_and_ticks_are_round():
@@ -120,6 +137,7 @@ def test_nice_ceiling():
 def test_long_node_names_are_shortened_in_the_middle():
     assert timeline.Lane(name="n", title="gke-ml-a3u-pool-98346da9-5ada").label == "gke-ml-a3u-p…8346da9-5ada"
     assert timeline.Lane(name="n", title="dgx-b200-0417").label == "dgx-b200-0417"
+    assert timeline.Lane(name="n", title="gke-ml-a3u-pool-98346da9-5ada").brief == "gke-ml-a…da9-5ada"
 
 
 def test_an_approximate_event_is_drawn_as_its_interval_and_never_merged_with_an_exact_one():
@@ -136,8 +154,15 @@ def test_an_approximate_event_is_drawn_as_its_interval_and_never_merged_with_an_
     assert interval.span_width == round(interval.x_high - interval.x_low, 2) > 50
     assert interval.event == 4
     assert interval.evidence is None
-    assert (
-        interval.label
-        == "cascade: nccl.watchdog_timeout at ~10:05:00 UTC (approximate: between 10:05:00 and 10:08:00 UTC)"
-    )
+    assert interval.label == "cascade: nccl.watchdog_timeout between 10:05:00 and 10:08:00 UTC (approximate)"
+    assert interval.spans
     assert result.untimed == 0
+
+
+def test_an_approximate_time_of_one_second_is_one_clock_time_and_no_interval():
+    moment = START + timedelta(minutes=5, microseconds=300)
+    point = Event("n1", moment, "cascade", "nccl.x", "no stamp", "logs/a.log:9", 1, "app", 4, True, moment, moment)
+    [mark] = lay(["n1"], [point]).lanes[0].marks
+
+    assert mark.label == "cascade: nccl.x at about 10:05:00 UTC"
+    assert not mark.spans  # nothing of no width drawn as an interval

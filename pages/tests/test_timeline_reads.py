@@ -92,7 +92,7 @@ def test_the_events_read_as_numbers_give_the_timeline_the_models_gave(large, zoo
     assert {e.time.microsecond for e in events if e.time} != {0}
     drawn = lay(large, events, zoom)
     assert drawn == lay(large, before, zoom) == lay(large, events[::-1], zoom)  # in whatever order they come
-    assert (drawn.collapsed > 0, drawn.untimed, drawn.lanes[0].name) == (True, 130, None)
+    assert (drawn.collapsed > 0, drawn.untimed, drawn.lanes[0].name) == (True, 130, "node007")  # the root cause first
     assert {mark.approx for lane in drawn.lanes for mark in lane.marks} == {True, False}
 
 
@@ -131,10 +131,10 @@ def test_the_sqlite_expression_reads_the_times_django_stores_there(moment):
 TEMPLATE = """{% for mark in lane.marks %}
       <a class="mark role-{{ mark.role }}{% if mark.approx %} approx{% endif %}" href="{% if mark.evidence %}#evidence-{{ mark.evidence }}{% else %}{% url 'pages:event-context' attempt.pk mark.event %}{% endif %}"
          {% if mark.evidence %}data-evidence="{{ mark.evidence }}"{% else %}data-context="{% url 'pages:event-context' attempt.pk mark.event %}"{% endif %}
-         aria-label="{{ lane.title }}: {{ mark.label }}" data-line="{{ mark.text }}" data-where="{{ lane.title }} · {% if mark.approx %}~{% endif %}{{ mark.time|date:'H:i:s' }} UTC{% if mark.approx %} ({{ mark.bounds }}){% endif %} · {{ mark.ref }}"
+         aria-label="{{ lane.title }}: {{ mark.label }}" data-line="{{ mark.text }}" data-where="{{ lane.title }} · {{ mark.when }} · {{ mark.ref }}"
          transform="translate({{ mark.x }} {{ lane.middle }})">
         <title>{{ mark.label }}: {{ mark.text|truncatechars:240 }}</title>
-        {% if mark.approx %}<rect class="span" x="{{ mark.span_from }}" y="-3" width="{{ mark.span_width }}" height="6" rx="3"/>{% endif %}
+        {% if mark.spans %}<rect class="span" x="{{ mark.span_from }}" y="-3" width="{{ mark.span_width }}" height="6" rx="3"/>{% endif %}
         {% if mark.role == "root_cause" %}<circle class="halo" r="9"/>{% endif %}
         {% if lane.name %}<rect class="glyph" x="-2.5" y="-7" width="5" height="14" rx="1"/>{% else %}<path class="glyph" d="M0,-7 L6,0 L0,7 L-6,0Z"/>{% endif %}
       </a>

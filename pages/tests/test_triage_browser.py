@@ -73,6 +73,7 @@ def test_picking_a_candidate_makes_the_verdict_everywhere(page: Page, live_serve
     page.goto(f"{live_server.url}/nodes/{cluster}/{node}/")
     expect(page.locator("h1 .badge.offender")).to_have_text("repeat offender")
     expect(page.locator("main")).to_contain_text("Root cause of 1 attempt that ended")
+
     own = page.locator(".own-causes > li")
     expect(own).to_have_count(1)
     expect(own.first).to_contain_text(ambiguous.job.job_id)
@@ -84,6 +85,12 @@ def test_picking_a_candidate_makes_the_verdict_everywhere(page: Page, live_serve
     page.goto(f"{live_server.url}/nodes/{cluster}/{other}/")
     expect(page.locator(".own-causes")).to_contain_text("This node is the root cause of no attempt.")
     expect(page.locator("h1 .badge.offender")).to_have_count(0)
+
+    # the overview counts a pick of the engine's own candidate as agreeing with it, not as a correction
+    assert Review.objects.get().picked_candidate
+    page.goto(f"{live_server.url}/")
+    expect(page.locator("#agreement")).to_have_text("100%")
+    expect(page.locator("main")).to_contain_text("1 picked one of its candidates (0 corrected, 0 insufficient")
 
 
 def test_a_reanalysis_keeps_a_reviewed_attempt_out_of_the_queue(page: Page, live_server, store, make_bundle, person):
@@ -137,7 +144,11 @@ def test_a_withdrawn_review_stays_in_the_history_and_the_verdict_falls_back(
     page.get_by_role("button", name="Record review").click()
     expect(page.locator("#verdict")).to_contain_text("hardware / gpu.memory")
 
-    page.locator("#reviews").get_by_role("button", name=re.compile("^Withdraw the review by tess")).click()
+    assert not Review.objects.get().picked_candidate  # a correction to what the engine did not name
+    page.locator("#reviews summary").filter(has_text="Withdraw…").click()  # first it asks
+    expect(page.locator("#reviews details.withdraw")).to_contain_text("Withdraw it? It stays in the history")
+    assert Review.objects.get().withdrawn is None
+    page.locator("#reviews").get_by_role("button", name=re.compile("^Yes, withdraw the review by tess")).click()
 
     expect(page.locator(".messages")).to_contain_text("Review withdrawn.")
     expect(page.locator("#verdict")).to_contain_text("hardware / gpu.bus")
@@ -161,8 +172,10 @@ def test_a_review_with_the_keyboard_alone(page: Page, live_server, ambiguous, pe
 
     expect(page.locator("#verdict")).to_contain_text("Corrected by kim")
     expect(page.locator("#verdict")).to_contain_text(f"{candidate['domain']} / {candidate['subdomain']}")
-    withdraw = page.locator("#reviews").get_by_role("button", name=re.compile("^Withdraw the review by kim"))
     page.locator("body").evaluate("body => document.activeElement.blur()")
+    tab_to(page, page.locator("#reviews summary").filter(has_text="Withdraw…"))
+    page.keyboard.press("Enter")
+    withdraw = page.locator("#reviews").get_by_role("button", name=re.compile("^Yes, withdraw the review by kim"))
     tab_to(page, withdraw)
     page.keyboard.press("Enter")
     expect(page.locator(".messages")).to_contain_text("Review withdrawn.")

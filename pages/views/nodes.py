@@ -1,6 +1,7 @@
-"""A node's page: how often it was the root cause (by the attempts' verdicts of record) and in which subdomains,
-its own causes by attempt, then its other events (filtered by role; teardown left out unless asked for), its
-attempts, and the repeat-offender badge."""
+"""The node inventory (every node: the attempts it ran, how often it was the root cause, its drain; filtered by
+cluster, name and fault) and a node's page: how often it was the root cause (by the attempts' verdicts of record)
+and in which subdomains, its own causes by attempt, then its other events (filtered by role; teardown left out
+unless asked for), its attempts, and the repeat-offender badge."""
 
 from datetime import timedelta
 
@@ -10,10 +11,13 @@ from django.http import Http404
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from diagnoses.selectors import nodes_named_root_cause
+from handoffs import selectors as handoff_selectors
 from pages import paging, selectors
 from pages.views import cursor
 from web.htmx import render_page
 
+PAGE_SIZE = 50
 ROLES = [  # the filter of the node's other events: (value, label)
     ("", "all but teardown"),
     ("cascade", "cascade"),
@@ -24,6 +28,28 @@ ROLES = [  # the filter of the node's other events: (value, label)
     ("candidate", "candidate (of an attempt whose verdict is elsewhere)"),
     ("all", "all"),
 ]
+
+
+@login_required
+@require_GET
+def node_list(request):
+    days = settings.FAULTLINE_REPEAT_OFFENDER_DAYS
+    nodes = handoff_selectors.node_inventory(since=timezone.now() - timedelta(days=days))
+    q, cluster, fault = (request.GET.get(key, "").strip() for key in ("q", "cluster", "fault"))
+    if q:
+        nodes = nodes.filter(name__icontains=q)
+    if cluster:
+        nodes = nodes.filter(cluster__name=cluster)
+    if fault:
+        nodes = nodes.filter(pk__in=nodes_named_root_cause())
+    context = {
+        "page": paging.seek(nodes, sort="name", size=PAGE_SIZE, **cursor(request)),
+        "filters": {"q": q, "cluster": cluster, "fault": fault},
+        "clusters": selectors.cluster_names(),
+        "window_days": days,
+        "threshold": settings.FAULTLINE_REPEAT_OFFENDER_COUNT,
+    }
+    return render_page(request, "pages/node_list.html", context, partials=("node-table",), push=True)
 
 
 @login_required

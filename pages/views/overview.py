@@ -1,5 +1,5 @@
-"""The overview: failed attempts per day by outcome and by domain, the commonest root causes, the nodes
-most often at fault, the triage backlog and how often reviewers confirmed the diagnosis."""
+"""The overview: the latest failures, failed attempts per day by outcome and by domain, the commonest root causes,
+the nodes most often at fault, the triage backlog and how often reviewers agreed with the engine."""
 
 from collections import Counter
 from datetime import date, datetime, timedelta
@@ -18,6 +18,7 @@ from pages import charts, paging, selectors
 
 WINDOWS = (7, 30)
 TOP = 8  # rows of the overview's top root causes and nodes
+RECENT = 10  # the latest failures listed
 OUTCOME_SERIES = [*Diagnosis.Outcome.values, "not analysed"]
 DOMAIN_SERIES = [*DOMAINS, "ambiguous", "none", "not analysed"]
 
@@ -45,10 +46,12 @@ def overview(request):
         "domains": charts.stacked_by_day(by_domain, days=day_list, series=DOMAIN_SERIES, link=_list_of("domain")),
         "subdomains": sorted(causes.items(), key=lambda item: (-item[1], item[0]))[:TOP],
         "fault_nodes": selectors.top_fault_nodes(first=first, limit=TOP),
+        "recent_page": paging.one_page(selectors.failures_recent(limit=RECENT)),
         "backlog": min(backlog, paging.COUNT_CAP),
         "backlog_capped": backlog > paging.COUNT_CAP,
         "verdicts": verdicts,
         "reviewed": sum(verdicts.values()),
+        "agreed": verdicts["confirmed"] + verdicts["candidate"],  # a pick of its own candidate agrees with it
         "since": first,
         "window": _window(first),
     }

@@ -50,12 +50,16 @@ QUERIES = {
     ("pages", "attempt-detail"): ["?window=attempt"],
     ("pages", "review-subdomains"): ["?corrected_domain=hardware"],
     ("pages", "node-detail"): ["?role=root_cause"],
+    ("pages", "node-list"): ["?q=node&cluster=dgx-a&fault=1"],
+    ("pages", "search"): ["?q=1", "?q=node0"],
     ("workbench", "try"): ["?attempt={attempt}", "?attempt={discovered}"],
     ("workbench", "explore"): ["?attempt={attempt}&ref={ref}", "?line=NVRM: Xid 79&stream=syslog"],
     ("workbench", "diff"): ["?a=1&b=2"],
-    ("workbench", "editor"): ["?from=1"],
+    ("workbench", "editor"): ["?from=1", "?from=2&rule=gpu.xid.nvlink&q=xid"],
     ("api", "attempt-list"): ["?outcome=attributed&node=node02", "?root_cause_node=node02&verdict_source=review"],
     ("api", "review-list"): ["?attempt=1&withdrawn=false"],
+    ("api", "node-list"): ["?cluster=dgx-a&at_fault=true&q=node"],
+    ("api", "drain-list"): ["?state=proposed&active=true&node=node02"],
     ("api", "evidence-excerpt"): ["?context=3"],
 }
 
@@ -80,7 +84,7 @@ def stored(make_bundle, store, person, folder_cluster, tmp_path, django_capture_
     rule = NotificationRule.objects.create(name="pages", url_env="HOOK")
     incident = Incident.objects.create(rule=rule, key="dgx-a/1", due=rule.created, events=1, items=[])
     delivery = Delivery.objects.create(incident=incident, number=1, ok=False, answer="HTTP 503")
-    Drain.objects.create(
+    drain = Drain.objects.create(
         cluster=attempt.cluster, node=evidence.node, attempt=attempt, reason="xid", proposed_by=triager
     )
     return {
@@ -96,6 +100,7 @@ def stored(make_bundle, store, person, folder_cluster, tmp_path, django_capture_
         "event": NodeEvent.objects.first(),
         "diagnosis": Diagnosis.objects.first(),
         "activation": Activation.objects.first(),
+        "drain": drain,
     }
 
 
@@ -106,6 +111,7 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
         "diagnosis": stored["diagnosis"], "evidence": stored["evidence"], "event": stored["event"],
         "review": stored["review"], "revision": stored["draft"], "activation": stored["activation"],
         "notification-rule": stored["notification-rule"], "delivery": stored["delivery"],
+        "node": stored["evidence"].node, "drain": stored["drain"],
     }  # fmt: skip
     values = {
         "format": "json",

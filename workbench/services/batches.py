@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connections, transaction
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from diagnoses.filters import AttemptFilter
@@ -115,7 +116,9 @@ def batches_reap_lost() -> list[int]:
             BatchRun.objects.filter(pk=run.pk, state=BatchRun.State.RUNNING).update(
                 state=BatchRun.State.FAILED,
                 finished=now,
-                stopped_reason=f"lost: the worker running it stopped after {run.done} attempts; start it again",
+                stopped_reason=(
+                    f"lost: the worker running it stopped after {run.done} attempt{pluralize(run.done)}; start it again"
+                ),
             )
     if requeued:
         logger.warning("re-queued %d batch runs whose message was lost: %s", len(requeued), requeued)
@@ -151,10 +154,14 @@ def batch_execute(*, run_id: int) -> BatchRun | None:
     try:
         for position, attempt_id in enumerate(ids):
             if BatchRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
-                state, reason = BatchRun.State.CANCELLED, f"cancelled after {position} of {len(ids)} attempts"
+                state, reason = (
+                    BatchRun.State.CANCELLED,
+                    f"cancelled after {position} of {len(ids)} attempt{pluralize(len(ids))}",
+                )
                 break
             if time.monotonic() > deadline:
-                reason = f"stopped at the time limit ({run.time_limit} s) after {position} of {len(ids)} attempts"
+                reason = f"stopped at the time limit ({run.time_limit} s) after {position} of {len(ids)}"
+                reason += f" attempt{pluralize(len(ids))}"
                 break
             stop = work.step(attempt_id)
             if stop:

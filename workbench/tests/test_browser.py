@@ -20,6 +20,8 @@ from rules.models import Activation, RuleSetRevision
 from rules.services import active_revision
 from workbench.tests.workbench import THERMAL_RULE
 
+SET_TEXT = "text => document.querySelector('.CodeMirror').CodeMirror.setValue(text)"  # as typing would
+
 pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
 
 
@@ -71,14 +73,18 @@ def test_an_operator_writes_a_rule_for_the_unattributed_thermal_slowdown(page, l
     page.get_by_role("link", name="Edit a new draft").click()
     broken = first.text + THERMAL_RULE.replace("domain: hardware", "domain: hardwre")
     bad_line = broken.splitlines().index("    domain: hardwre") + 1
-    page.fill("#rule-source", broken)
-    expect(page.locator(f"#gutter-{bad_line}")).to_have_class("bad")
+    expect(page.locator(".CodeMirror")).to_be_visible()
+    page.evaluate(SET_TEXT, broken)
     expect(page.locator("#editor-errors li.rule-error")).to_have_count(1)
-    expect(page.locator("#editor-errors")).to_contain_text(f"line {bad_line}, rule site.gpu.thermal, field domain")
+    page.locator("#editor-errors li.rule-error a").click()  # to its line, marked (the editor draws what it shows)
+    expect(page.locator(".CodeMirror .rule-mark")).to_have_count(1)
+    expect(page.locator("#editor-errors")).to_contain_text(
+        f"line {bad_line} of document 22, rule site.gpu.thermal, field domain"
+    )
     expect(page.locator("#editor-errors")).to_contain_text("unknown domain 'hardwre'")
-    page.fill("#rule-source", first.text + THERMAL_RULE)
+    page.evaluate(SET_TEXT, first.text + THERMAL_RULE)
     expect(page.locator("#editor-errors")).to_contain_text("The rule set loads")
-    expect(page.locator(f"#gutter-{bad_line}")).not_to_have_class("bad")
+    expect(page.locator(".CodeMirror .rule-mark")).to_have_count(0)
     page.fill("input[name=message]", "DCGM thermal violations are a cause")
     page.get_by_role("button", name="Save draft").click()
     expect(page).to_have_url(re.compile(r"/rules/sets/default/r2/$"))

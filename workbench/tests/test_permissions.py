@@ -6,6 +6,7 @@ from django.urls import reverse
 from access.roles import RULE_EDITOR, TRIAGER, VIEWER
 from rules import services
 from rules.models import Activation, RuleSetRevision
+from rules.outline import outline, rule_find, rule_replace
 from workbench.models import BatchRun, RegressionCase
 from workbench.tests.workbench import THERMAL_RULE
 
@@ -94,13 +95,12 @@ def test_the_editor_check_marks_each_error_at_its_line(client, first, person):
     response = client.post(
         reverse("workbench:editor-check", args=["default"]),
         {"text": text},
-        headers={"HX-Request": "true", "HX-Target": "editor-gutter"},
+        headers={"HX-Request": "true", "HX-Target": "editor-errors"},
     )
 
     page = response.content.decode()
-    assert f'<span id="gutter-{line}" class="bad" title="pattern: not a valid RE2 pattern' in page
-    assert 'hx-swap-oob="true"' in page
-    assert f"line {line}</a>, rule <code>site.gpu.thermal</code>" in page
+    assert f'data-line="{line}" data-here data-reason="pattern: not a valid RE2 pattern' in page
+    assert f'line {line}</a> of <span class="mono">document 22</span>, rule <code>site.gpu.thermal</code>' in page
 
 
 def test_the_pages_store_nothing_before_the_pack_is_stored(client_for):
@@ -110,3 +110,46 @@ def test_the_pages_store_nothing_before_the_pack_is_stored(client_for):
         assert client.get(url).status_code == 200, url
 
     assert not RuleSetRevision.objects.exists()  # the default pack becomes revision 1 on its first use, not a read
+
+
+def test_one_rule_is_saved_into_the_whole_text_or_refused_naming_file_line_and_field(client, first, person):
+    client.force_login(person(RULE_EDITOR))
+    rule = rule_find(outline(first.text), "gpu.xid.nvlink")
+    url = reverse("workbench:editor", args=["default"])
+    broken = rule.text.replace("role: cause", "role: sometimes")
+    line = rule.first + broken.split("\n").index("    role: sometimes")
+
+    refused = client.post(url, {"parent": 1, "rule": rule.id, "text": broken, "message": "x"})
+
+    assert refused.status_code == 400
+    named = f'line {line}</a> of <span class="mono">default/gpu-xid.yaml</span>, rule <code>gpu.xid.nvlink</code>'
+    assert f"{named}, field <code>role</code>" in refused.content.decode()
+    assert RuleSetRevision.objects.count() == 1
+
+    changed = rule.text.replace("precedence: 90", "precedence: 91")
+    saved = client.post(url, {"parent": 1, "rule": rule.id, "text": changed, "message": "NVLink first"})
+
+    draft = RuleSetRevision.objects.get(number=2)
+    assert saved["Location"] == f"/rules/sets/default/r2/#L{rule.first}"
+    assert draft.text == rule_replace(first.text, rule, changed)
+    assert (draft.parent, draft.active) == (first, False)
+    assert client.get(url, {"from": 1, "rule": "no.such.rule"}).status_code == 404
+    missing = client.post(url, {"parent": 1, "rule": "no.such.rule", "text": "x"})
+    assert missing.status_code == 404
+    assert RuleSetRevision.objects.count() == 2
+
+
+def test_the_outline_search_finds_rules_by_their_text(client, first, person):
+    client.force_login(person(RULE_EDITOR))
+
+    response = client.get(
+        reverse("workbench:editor", args=["default"]),
+        {"q": "NVLINK"},
+        headers={"HX-Request": "true", "HX-Target": "editor-outline"},
+    )
+
+    page = response.content.decode()
+    assert page.lstrip().startswith('<nav id="editor-outline"')
+    found = [r.id for f in outline(first.text) for r in f.rules if "nvlink" in r.text.casefold()]
+    assert page.count("<code>") == len(found) > 3
+    assert all(f"<code>{rule_id}</code>" in page for rule_id in found)

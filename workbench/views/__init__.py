@@ -1,6 +1,6 @@
-"""The rule workbench's pages, one module per topic: ``rulesets`` (rule sets, revisions, diffs, activation,
-the editor), ``trials`` (a revision tried on a stored attempt, the rule explorer), ``cases`` (regression
-cases) and ``runs`` (backtests and reanalyses). Thin views: reads through the selectors
+"""The rule workbench's pages, one module per topic: ``rulesets`` (rule sets, revisions, diffs, activation),
+``editor`` (the rule editor), ``trials`` (a revision tried on a stored attempt, the rule explorer), ``cases``
+(regression cases) and ``runs`` (backtests and reanalyses). Thin views: reads through the selectors
 (``rules.selectors``, ``workbench.selectors``), writes through the services.
 
 Every page needs a login; every write needs the rule editor's permission (``rules.permissions``,

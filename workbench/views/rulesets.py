@@ -1,14 +1,12 @@
-"""Rule sets and their revisions: the list, a rule set's revisions and activation log, diffs, a revision,
-activating it, and the editor that checks a draft as it is typed."""
+"""Rule sets and their revisions: the list, a rule set's revisions and activation log, diffs, a revision and
+activating it (the editor is ``editor.py``)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 
-from engine import RuleSetError, parse_ruleset
 from rules import permissions, selectors, services
-from web.htmx import render_partial
 from workbench import selectors as workbench_selectors
 from workbench.permissions import RUN_BATCH
 from workbench.views import revision_or_404, ruleset_or_404
@@ -90,59 +88,3 @@ def revision_activate(request, name: str, number: int):
     verb = "Rolled back to" if activation.is_rollback else "Activated"
     messages.success(request, f"{verb} {revision}: new analyses use it. Reanalyse stored attempts to apply it.")
     return redirect("workbench:ruleset", name=name)
-
-
-# The editor --------------------------------------------------------------------------------------
-
-
-def _check(name: str, text: str) -> dict:
-    """The editor's validation: the text's lines and the engine loader's errors, by line."""
-    text = services.normalise_text(text)
-    lines = text.splitlines() or [""]
-    try:
-        ruleset = parse_ruleset([(f"{name}.yaml", text)], name=name)
-        errors, rules = [], len(ruleset.rules)
-    except RuleSetError as exc:
-        errors, rules = exc.errors, 0
-    by_line: dict[int, list] = {}
-    for error in errors:
-        by_line.setdefault(min(max(error.line, 1), len(lines)), []).append(error)
-    gutter = [(number, by_line.get(number, [])) for number in range(1, len(lines) + 1)]
-    return {"errors": errors, "gutter": gutter, "rule_count": rules}
-
-
-@login_required
-@permission_required(permissions.EDIT_RULES, raise_exception=True)
-@require_http_methods(["GET", "POST"])
-def editor(request, name: str):
-    ruleset = ruleset_or_404(name)
-    base_number = request.POST.get("parent") or request.GET.get("from")
-    base = (
-        revision_or_404(name, int(base_number))
-        if base_number and base_number.isdigit()
-        else selectors.revision_active(name) or selectors.revision_list(ruleset).first()
-    )
-    text = request.POST.get("text", base.text if base else "")
-    status = 200
-    if request.method == "POST":
-        try:
-            revision = services.revision_create(
-                ruleset=ruleset, text=text, author=request.user, message=request.POST.get("message", ""), parent=base
-            )
-        except RuleSetError:
-            messages.error(request, "The draft was not saved: the rule set has errors (below, at their lines).")
-            status = 400
-        else:
-            messages.success(request, f"Saved draft {revision}. It runs nowhere until it is activated.")
-            return redirect("workbench:revision", name=name, number=revision.number)
-    context = {"ruleset": ruleset, "base": base, "text": text, "message": request.POST.get("message", "")}
-    return render(request, "workbench/editor.html", {**context, **_check(name, text)}, status=status)
-
-
-@login_required
-@permission_required(permissions.EDIT_RULES, raise_exception=True)
-@require_POST
-def editor_check(request, name: str):
-    ruleset = ruleset_or_404(name)
-    context = _check(ruleset.name, request.POST.get("text", ""))
-    return render_partial(request, "workbench/editor.html", "editor-check", context)
