@@ -21,7 +21,7 @@ def mark(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("diagnoses", "0009_verdict_day"),
+        ("diagnoses", "0010_event_counts"),
     ]
 
     operations = [
