@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -356,15 +357,20 @@ def loki_double():
 @pytest.fixture
 def webhook_receiver():
     """A running local endpoint (an ephemeral port) that receives webhooks: each request in ``.requests`` (``.json()``
-    its body); it answers the statuses queued in ``.statuses`` first, then 200. Closed after the test."""
+    its body); it answers the statuses queued in ``.statuses`` first, then 200, each after the delay (seconds) queued
+    in ``.delays``, if any. Closed after the test."""
     statuses: list[int] = []
+    delays: list[float] = []
 
     def respond(request):
+        if delays:
+            time.sleep(delays.pop(0))
         status = statuses.pop(0) if statuses else 200
         return status, {"Content-Type": "text/plain"}, b"ok" if status < 400 else b"unavailable"
 
     double = HttpDouble(respond)
     double.statuses = statuses
+    double.delays = delays
     yield double
     double.close()
 

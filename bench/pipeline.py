@@ -334,10 +334,12 @@ def engine_alone() -> tuple[float, float, int]:
 
     engine = revision_engine(active_revision())
     sample = list(Attempt.objects.select_related("cluster", "job").order_by("pk")[: 2 * POOL])
-    engine.analyse(selectors.attempt_context(sample[0]), limits=bundle_limits())  # warm, as the workers are
+    with selectors.attempt_context(sample[0]) as context:  # warm, as the workers are
+        engine.analyse(context, limits=bundle_limits())
     began, cpu = time.perf_counter(), time.process_time()
     for attempt in sample:
-        engine.analyse(selectors.attempt_context(attempt), limits=bundle_limits())
+        with selectors.attempt_context(attempt) as context:
+            engine.analyse(context, limits=bundle_limits())
     return (time.perf_counter() - began) / len(sample), (time.process_time() - cpu) / len(sample), len(sample)
 
 
