@@ -3,8 +3,9 @@
 A bundle is fetched (staged in ``.incoming``, then renamed) into ``FAULTLINE_BUNDLE_ROOT/.cache/<its place, '/' as
 '-'>``; whoever reads it holds a shared lock on the lock file beside it (``<that name>.lock``, whose modification time
 says when it was last used). After each use the cache is trimmed to ``FAULTLINE_BUNDLE_CACHE_BYTES``: the least
-recently used bundles that no process holds are removed (one larger than the cache goes as soon as its reader is done). Several
-worker processes of one machine share the cache; each removal takes the lock exclusively, without waiting.
+recently used bundles that no process holds are removed (one larger than the cache goes as soon as its reader is
+done). Several worker processes of one machine share the cache; each removal takes the lock exclusively, without
+waiting.
 """
 
 from __future__ import annotations

@@ -194,7 +194,8 @@ def test_slack_and_email_channels(receiver, analysed, django_capture_on_commit_c
     assert "job 700" in mail.outbox[0].subject
     assert "/attempts/" in mail.outbox[0].body
     key = mail.outbox[0].extra_headers["Idempotency-Key"]
-    assert key.startswith("faultline-incident-") and mail.outbox[0].body.endswith(f"Idempotency key: {key}")
+    assert key.startswith("faultline-incident-")
+    assert mail.outbox[0].body.endswith(f"Idempotency key: {key}")
 
 
 def test_a_node_becoming_a_repeat_offender_and_the_backlog(receiver, analysed, django_capture_on_commit_callbacks):
