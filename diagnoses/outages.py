@@ -1,7 +1,7 @@
 """Outages: failures that pass (the database is down or restarting, the object store cannot be reached, the bundle
-store's disk is full), told apart from the failures of a bundle or a rule. The API answers an outage with a JSON 503
-or 507 and ``Retry-After`` (``triage.outages``); an analysis that meets one is retried by its task with backoff
-(``diagnoses.tasks.analyse_attempt``), never failed. Nothing is written for a request that met one."""
+store's disk is full), told apart from the failures of a bundle or a rule. The API answers an outage with a JSON
+503 or 507 and ``Retry-After`` (``triage.outage_responses``); an analysis that meets one is retried by its task with
+backoff (``diagnoses.tasks.analyse_attempt``), never failed. Nothing is written for a request that met one."""
 
 from __future__ import annotations
 
