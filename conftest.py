@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -324,6 +325,65 @@ def celery_worker_process(tmp_path):
 
 
 @pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3-protocol server on 127.0.0.1 (moto's standalone server, ``moto_server``, which the dev dependencies
+    install beside this Python): ``.url``; stopped after the session."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = open(tmp_path_factory.mktemp("s3") / "moto.log", "wb")  # noqa: SIM115 - closed with the server
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/moto-api/", timeout=2).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"moto_server did not start on {url}") from None
+            time.sleep(0.2)
+    yield SimpleNamespace(url=url)
+    server.terminate()
+    server.wait(timeout=30)
+    log.close()
+
+
+@pytest.fixture
+def object_store(s3_server, settings, monkeypatch):
+    """Bundles in a fresh bucket of the real S3 server (``FAULTLINE_BUNDLE_STORE=s3://BUCKET/bundles``); the test's
+    bundle root keeps the staging folder and the cache. ``.stored()``: the bucket's keys, ``.environment``: the
+    variables that point a process at it."""
+    import uuid
+
+    from diagnoses import object_store as objects
+
+    environment = {
+        "AWS_ACCESS_KEY_ID": "faultline-test", "AWS_SECRET_ACCESS_KEY": "faultline-test",
+        "FAULTLINE_BUNDLE_STORE": f"s3://faultline-{uuid.uuid4().hex[:16]}/bundles",
+        "FAULTLINE_S3_ENDPOINT_URL": s3_server.url,
+    }  # fmt: skip
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    settings.FAULTLINE_BUNDLE_STORE = environment["FAULTLINE_BUNDLE_STORE"]
+    settings.FAULTLINE_S3_ENDPOINT_URL = s3_server.url
+    objects.bucket_ensure()
+    bucket = objects.location().bucket
+
+    def stored() -> list[str]:
+        listed = objects.client().list_objects_v2(Bucket=bucket)
+        return sorted(item["Key"] for item in listed.get("Contents", ()))
+
+    return SimpleNamespace(bucket=bucket, stored=stored, environment=environment)
+
+
+@pytest.fixture(scope="session")
 def prometheus_url() -> str:
     """The real Prometheus of scripts/prometheus.sh, with its backfilled DCGM and InfiniBand samples."""
     subprocess.run([str(ROOT / "scripts" / "prometheus.sh")], check=True, timeout=300)
@@ -356,15 +416,20 @@ def loki_double():
 @pytest.fixture
 def webhook_receiver():
     """A running local endpoint (an ephemeral port) that receives webhooks: each request in ``.requests`` (``.json()``
-    its body); it answers the statuses queued in ``.statuses`` first, then 200. Closed after the test."""
+    its body); it answers the statuses queued in ``.statuses`` first, then 200, each after the delay (seconds) queued
+    in ``.delays``, if any. Closed after the test."""
     statuses: list[int] = []
+    delays: list[float] = []
 
     def respond(request):
+        if delays:
+            time.sleep(delays.pop(0))
         status = statuses.pop(0) if statuses else 200
         return status, {"Content-Type": "text/plain"}, b"ok" if status < 400 else b"unavailable"
 
     double = HttpDouble(respond)
     double.statuses = statuses
+    double.delays = delays
     yield double
     double.close()
 

@@ -46,6 +46,8 @@ def bundle_stream(request):
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:
             raise BundleTooLarge(too_large)
+        if _chunked(request):  # no Content-Length: the server ends the body (PEP 3333's wsgi.input_terminated)
+            return LimitedReader(request.META["wsgi.input"], limit, too_large)
         if request.stream is None:
             raise BundleRejected("the upload is empty (post the .tar.gz as the request body)")
         return LimitedReader(request.stream, limit, too_large)
@@ -55,6 +57,12 @@ def bundle_stream(request):
         f"unsupported content type {media_type or 'none'!r}: post the .tar.gz as application/gzip "
         "or as the multipart field 'bundle'"
     )
+
+
+def _chunked(request) -> bool:
+    """A body sent with ``Transfer-Encoding: chunked`` that the WSGI server de-chunks and ends (gunicorn does)."""
+    encoding = request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    return "chunked" in encoding and bool(request.META.get("wsgi.input_terminated"))
 
 
 def rejected(exc: BundleRejected) -> ValidationError:

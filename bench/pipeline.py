@@ -1,6 +1,6 @@
 """Pipeline benchmark: ingest and analyse typical attempts with real Celery workers, PostgreSQL and Redis.
 
-    python bench/pipeline.py [--attempts 1000] [--workers 1 2] [--keep]
+    python bench/pipeline.py [--attempts 1000] [--workers 1 2 1 2] [--keep]
 
 Each attempt has 8 nodes and about 50,000 log lines (a syslog per node, a workload log of 64
 ranks with NCCL INFO chatter and training progress) and one of a few typical faults. The bundles are
@@ -18,6 +18,8 @@ attempt.json differ (job ids). Per run it measures:
   and the ratio pipeline / engine per attempt (target <= 1.5 with one worker process); the same ratio
   in CPU time (the worker process's CPU in analysis tasks over the engine's), which a busy machine moves less;
   and the difference of the two per attempt: what the store and Celery add outside the engine;
+- scaling: with runs of 1 and of 2 worker processes (``--workers 1 2``; repeat them, ``1 2 1 2``, on a shared
+  machine), what the second process adds as a share of the first's attempts/s (best run of each; target >= 0.8);
 - a worker's memory: one worker analyses the attempts again and again (their diagnoses deleted between
   rounds) and reports its resident memory after 1,000 and after 10,000 analyses (``--memory``).
 
@@ -52,6 +54,7 @@ STATS_KEY = "faultline-bench"
 ANALYSIS_TASK = "diagnoses.tasks.analyse_attempt"
 PIPELINE_TARGET = 50  # attempts/s per worker process
 RATIO_TARGET = 1.5  # pipeline / engine alone, per attempt
+SCALING_TARGET = 0.8  # what a second worker process adds, as a share of the first's attempts/s
 MEMORY_GROWTH_TARGET = 0.10
 START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 
@@ -254,8 +257,13 @@ def bench(args, workdir: Path) -> None:
     print(
         f"generated {len(sources)} bundles ({lines:,} lines, {NODES} nodes each) in {time.perf_counter() - began:.0f} s"
     )
+    rates = {}
     for workers in args.workers:
-        run(args, workdir, sources, workers)
+        rates.setdefault(workers, []).append(run(args, workdir, sources, workers))
+    if 1 in rates and 2 in rates:  # the store must not serialise the workers: the second adds >= 0.8 of the first
+        one, two = max(rates[1]), max(rates[2])
+        print(f"\nscaling: 2 worker processes {two:.1f} attempts/s, 1 worker process {one:.1f} (best runs): "
+              f"the second adds {(two - one) / one:.2f} of the first's (target >= {SCALING_TARGET})")  # fmt: skip
     if args.memory[1]:
         memory(args, workdir, sources)
     print(f"\nload average at the end (1, 5, 15 min): {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
@@ -334,14 +342,17 @@ def engine_alone() -> tuple[float, float, int]:
 
     engine = revision_engine(active_revision())
     sample = list(Attempt.objects.select_related("cluster", "job").order_by("pk")[: 2 * POOL])
-    engine.analyse(selectors.attempt_context(sample[0]), limits=bundle_limits())  # warm, as the workers are
+    with selectors.attempt_context(sample[0]) as context:  # warm, as the workers are
+        engine.analyse(context, limits=bundle_limits())
     began, cpu = time.perf_counter(), time.process_time()
     for attempt in sample:
-        engine.analyse(selectors.attempt_context(attempt), limits=bundle_limits())
+        with selectors.attempt_context(attempt) as context:
+            engine.analyse(context, limits=bundle_limits())
     return (time.perf_counter() - began) / len(sample), (time.process_time() - cpu) / len(sample), len(sample)
 
 
-def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
+def run(args, workdir: Path, sources: list[Path], workers: int) -> float:
+    """One run with ``workers`` worker processes: prints its figures, returns its analyses per second."""
     ingest = fresh_store(args, workdir, sources)
     before = engine_alone()  # before and after the workers, so that both see the machine as they did
     processes = start_workers(args, workers)
@@ -391,6 +402,7 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
           f"counted); time in an analysis task {per_task(stats, 'analysis', 'task') * 1000:.1f} ms, in another "
           f"{per_task(stats, 'other', 'task') * 1000:.1f} ms")  # fmt: skip
     print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
+    return count / analysis
 
 
 def per_task(stats, kind: str, figure: str) -> float:

@@ -1,6 +1,7 @@
 """The HTTP client of the connectors that speak JSON over HTTP (Prometheus, Loki, slurmrestd).
 
-Every request has a timeout. Connection failures, timeouts, 429 and 5xx are transient: retried with
+Every request has a timeout, shortened to what is left of the gathering's deadline (``connectors.deadlines``); no try
+starts after it. Connection failures, timeouts, 429 and 5xx are transient: retried with
 exponential backoff (honouring ``Retry-After``), then raised as a transient ``ConnectorError``. Any
 other 4xx is permanent (bad query, bad credentials, wrong URL). A body that is not JSON is retried
 too (a proxy may cut a response short), and is permanent when it persists.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import requests
 
+from connectors import deadlines
 from connectors.base import ConnectorError
 from connectors.settings_reader import Settings
 
@@ -84,21 +86,29 @@ class HttpClient:
         """GET ``path`` and decode its JSON body, retrying transient failures."""
         url = f"{self.base_url}{path}"
         attempt = 0
+        problem = f"GET {url}: not asked"
         while True:
             attempt += 1
-            outcome = self._try(url, params)
+            left = deadlines.remaining()
+            if left is not None and left <= 0:
+                tries = f"after {attempt - 1} tries, " if attempt > 2 else ""
+                raise ConnectorError(f"{self.name}: {problem} ({tries}the gathering's deadline passed)")
+            outcome = self._try(url, params, self.timeout if left is None else min(self.timeout, left))
             if outcome.problem is None:
                 return outcome.value
             if not outcome.retry or attempt > self.retries:
                 tries = f" (after {attempt} tries)" if attempt > 1 else ""
                 raise ConnectorError(f"{self.name}: {outcome.problem}{tries}", permanent=outcome.permanent)
-            self.sleep(outcome.wait if outcome.wait is not None else self.backoff * 2 ** (attempt - 1))
+            problem = outcome.problem
+            wait = outcome.wait if outcome.wait is not None else self.backoff * 2 ** (attempt - 1)
+            left = deadlines.remaining()
+            self.sleep(wait if left is None else min(wait, left))
 
-    def _try(self, url: str, params) -> _Outcome:
+    def _try(self, url: str, params, timeout: float) -> _Outcome:
         try:
-            response = self.session.get(url, params=params, timeout=self.timeout)
+            response = self.session.get(url, params=params, timeout=timeout)
         except requests.Timeout:
-            return _Outcome(problem=f"GET {url} timed out after {self.timeout:g} s", retry=True)
+            return _Outcome(problem=f"GET {url} timed out after {timeout:g} s", retry=True)
         except requests.RequestException as exc:
             return _Outcome(problem=f"GET {url} failed: {exc}", retry=True)
         status = response.status_code

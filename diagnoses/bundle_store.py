@@ -1,8 +1,12 @@
-"""The bundle store: one directory per attempt under ``FAULTLINE_BUNDLE_ROOT`` (docs/bundles.md).
+"""The bundle store: one directory per attempt under ``FAULTLINE_BUNDLE_ROOT`` (docs/bundles.md), or, with
+``FAULTLINE_BUNDLE_STORE=s3://BUCKET/PREFIX``, one set of objects per attempt in an S3-compatible object store
+(``object_store``), shared by every web and worker machine.
 
 A bundle arrives as a directory or as a ``.tar.gz`` of one. It is first staged in ``.incoming/`` under
-the root (the same file system, so placing it is an atomic rename), checked, and placed only when
-its attempt's rows are written; nothing half-extracted is ever visible at a bundle's place.
+the root (the same file system, so placing it is an atomic rename; with an object store, an upload), checked, and
+placed only when its attempt's rows are written; nothing half-extracted is ever visible at a bundle's place. The
+engine reads a bundle as a local directory (``local``): with an object store, a copy in the machine's bounded cache
+(``bundle_cache``).
 
 Archives are read as a stream with limits on the compressed size, the bytes written and the number
 of members; members must be plain files or directories with relative paths inside the bundle.
@@ -10,6 +14,7 @@ of members; members must be plain files or directories with relative paths insid
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import shutil
@@ -23,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from diagnoses import bundle_cache, object_store
 from diagnoses.columns import DoesNotFit, attempt_check
 from engine.bundle import ATTEMPT_FILE, BundleError, parse_attempt, write_bundle
 from engine.context import Attempt, AttemptContext
@@ -48,8 +54,43 @@ def root() -> Path:
     return Path(settings.FAULTLINE_BUNDLE_ROOT)
 
 
+def remote() -> bool:
+    """Whether bundles live in an object store (else in the folder ``FAULTLINE_BUNDLE_ROOT``)."""
+    return bool(settings.FAULTLINE_BUNDLE_STORE)
+
+
 def path_of(relative: str) -> Path:
+    """Where a bundle lives in the local folder (only with no object store: else read it through ``local``)."""
     return root() / relative
+
+
+@contextlib.contextmanager
+def local(relative: str) -> Iterator[Path]:
+    """The stored bundle as a local directory for as long as the block runs (with an object store, fetched into the
+    machine's cache and held there)."""
+    if not remote():
+        yield path_of(relative)
+        return
+    with bundle_cache.held(relative, stage) as path:
+        yield path
+
+
+def exists(relative: str) -> bool:
+    return object_store.exists(relative) if remote() else path_of(relative).is_dir()
+
+
+def open_file(relative: str, path: str):
+    """A file of the stored bundle (``logs/node02/syslog.log``) opened for reading in binary, or None when the bundle
+    has no such file or the path leaves it."""
+    if ".." in PurePosixPath(path).parts or PurePosixPath(path).is_absolute() or "\0" in path:
+        return None
+    if remote():
+        return object_store.open_file(relative, path)
+    bundle = path_of(relative).resolve()
+    file = (bundle / path).resolve()
+    if not file.is_relative_to(bundle) or not file.is_file():
+        return None
+    return open(file, "rb")  # noqa: SIM115 (the caller closes it)
 
 
 def stage() -> Path:
@@ -87,15 +128,22 @@ def new_location() -> str:
     return f"{name[:2]}/{name}"
 
 
-def place(staged: Path, relative: str) -> Path:
-    """Move a staged bundle to its place (an atomic rename)."""
+def place(staged: Path, relative: str) -> None:
+    """Move a staged bundle to its place (an atomic rename; with an object store, an upload of its files, removed
+    again when it fails: the staged copy is the caller's to remove)."""
+    if remote():
+        object_store.upload(staged, relative)
+        return
     target = path_of(relative)
     target.parent.mkdir(parents=True, exist_ok=True)
     os.rename(staged, target)
-    return target
 
 
 def remove(relative: str) -> None:
+    if remote():
+        object_store.remove(relative)
+        bundle_cache.forget(relative)
+        return
     shutil.rmtree(path_of(relative), ignore_errors=True)
 
 
@@ -260,6 +308,10 @@ def store_context(relative: str, context: AttemptContext) -> None:
             stream_bytes=settings.FAULTLINE_GATHER_STREAM_MAX_BYTES,
             total_bytes=settings.FAULTLINE_GATHER_MAX_BYTES,
         )
+        if remote():
+            if not object_store.exists(relative):
+                place(staging / "bundle", relative)
+            return
         try:
             place(staging / "bundle", relative)
         except OSError:
@@ -272,28 +324,41 @@ def store_context(relative: str, context: AttemptContext) -> None:
 def archive_stream(relative: str, top: str) -> Iterator[bytes]:
     """The stored bundle as a ``.tar.gz`` (its files under the directory ``top``), produced piece by
     piece: a bundle of gigabytes is sent without being held in memory or written to disk."""
-    bundle = path_of(relative)
     compressor = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip format
-    for directory, subdirs, files in os.walk(bundle):
-        subdirs.sort()
-        here = Path(directory)
-        for name in sorted(files):
-            file = here / name
-            info = tarfile.TarInfo(f"{top}/{file.relative_to(bundle).as_posix()}")
-            stat = file.stat()
-            info.size, info.mtime, info.mode = stat.st_size, int(stat.st_mtime), 0o644
-            yield compressor.compress(info.tobuf(format=tarfile.PAX_FORMAT))
-            with open(file, "rb") as source:
-                left = info.size
+    for path, size, mtime in _files(relative):
+        info = tarfile.TarInfo(f"{top}/{path}")
+        info.size, info.mtime, info.mode = size, int(mtime), 0o644
+        yield compressor.compress(info.tobuf(format=tarfile.PAX_FORMAT))
+        left = size
+        source = open_file(relative, path)
+        if source is not None:
+            with source:
                 while left > 0 and (chunk := source.read(min(CHUNK, left))):
                     left -= len(chunk)
                     yield compressor.compress(chunk)
-            # a file that shrank while being read is padded to its announced size, then to a block
-            yield compressor.compress(bytes(left + (-info.size % tarfile.BLOCKSIZE)))
+        # a file that shrank (or went) while being read is padded to its announced size, then to a block
+        yield compressor.compress(bytes(left + (-size % tarfile.BLOCKSIZE)))
     yield compressor.compress(bytes(2 * tarfile.BLOCKSIZE))  # the end-of-archive marker
     yield compressor.flush()
 
 
+def _files(relative: str) -> Iterator[tuple[str, int, float]]:
+    """The stored bundle's files: (path inside it, size, modification time), directory by directory."""
+    if remote():
+        yield from object_store.files(relative)
+        return
+    bundle = path_of(relative)
+    for directory, subdirs, files in os.walk(bundle):
+        subdirs.sort()
+        for name in sorted(files):
+            file = Path(directory) / name
+            stat = file.stat()
+            yield file.relative_to(bundle).as_posix(), stat.st_size, stat.st_mtime
+
+
 def export(relative: str, destination: Path) -> None:
     """Copy a stored bundle to ``destination`` (which must not exist yet)."""
+    if remote():
+        object_store.download(relative, destination)
+        return
     shutil.copytree(path_of(relative), destination)

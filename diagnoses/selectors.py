@@ -2,6 +2,8 @@
 its id or name, and an attempt's stored bundle (its context, the lines around a piece of evidence).
 Nothing here gathers or writes. (The pages' own reads are ``pages.selectors``.)"""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from itertools import islice
 
@@ -143,12 +145,15 @@ class NotGathered(Exception):
     """The attempt was found by polling and its bundle is not written yet (its analysis gathers it)."""
 
 
-def attempt_context(attempt: Attempt) -> AttemptContext:
-    """The attempt's stored bundle, read: what its analysis, a backtest or a trial run the engine on. It is
-    never gathered here: raises ``NotGathered`` (found by polling, not gathered yet) or ``BundleError``."""
+@contextmanager
+def attempt_context(attempt: Attempt) -> Iterator[AttemptContext]:
+    """The attempt's stored bundle, read: what its analysis, a backtest or a trial run the engine on, within the
+    block (its logs are read as the engine goes; with an object store, from the machine's cache, held meanwhile). It
+    is never gathered here: raises ``NotGathered`` (found by polling, not gathered yet) or ``BundleError``."""
     if attempt.discovery is not None and attempt.gathered is None:
         raise NotGathered(f"{attempt} is not gathered yet: its analysis gathers it from the cluster's sources")
-    return load_bundle(bundle_store.path_of(attempt.bundle), limits=bundle_limits())
+    with bundle_store.local(attempt.bundle) as path:
+        yield load_bundle(path, limits=bundle_limits())
 
 
 def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict]:
@@ -160,12 +165,11 @@ def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict
     if not number.isdigit() or not path:
         return []
     line = int(number)
-    bundle = bundle_store.path_of(attempt.bundle).resolve()
-    file = (bundle / path).resolve()
-    if not file.is_relative_to(bundle) or not file.is_file():
+    stream = bundle_store.open_file(attempt.bundle, path)
+    if stream is None:
         return []
     first = max(1, line - context)
-    with open(file, "rb") as stream:
+    with stream:
         lines = islice(_capped_lines(stream, EXCERPT_LINE_CAP * 4), first - 1, line + context)
         return [
             {"line": first + offset, "text": raw.rstrip(b"\r\n").decode("utf-8", "replace")[:EXCERPT_LINE_CAP]}

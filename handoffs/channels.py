@@ -4,19 +4,24 @@ webhook (``{"text": ...}``) or e-mail through Django's mail settings.
 A webhook's URL is a secret read when sending, from the environment variable or the file the rule names (the
 cluster settings' ``token_env``/``token_file`` mechanism: ``connectors.settings_reader.Settings.secret``). A failure is
 a ``DeliveryError``; ``permanent`` when trying again cannot help (no URL, a 4xx other than 408 and 429).
+
+Deliveries are at-least-once: a try whose answer was lost (a timeout) is made again. Each carries the message's
+idempotency key in the ``Idempotency-Key`` header and in its body (``idempotency_key``; for e-mail, the header and a
+last line), for the receiver to deduplicate on.
 """
 
 from __future__ import annotations
 
 import requests
 from django.conf import settings
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage
 
 from connectors.settings_reader import SettingError, Settings
 from handoffs.models import NotificationRule
 
 Channel = NotificationRule.Channel
 RETRIED_STATUSES = frozenset({408, 429})
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class DeliveryError(Exception):
@@ -39,16 +44,23 @@ def rule_url(rule: NotificationRule) -> str:
 
 def send(rule: NotificationRule, message: dict) -> str:
     """Send the message through the rule's channel; what the endpoint answered."""
+    key = message["idempotency_key"]
     if rule.channel == Channel.EMAIL:
+        text = f"{text_of(message)}\n\nIdempotency key: {key}"
+        mail = EmailMessage(
+            message["summary"][:200], text, None, list(rule.recipients), headers={IDEMPOTENCY_HEADER: key}
+        )
         try:
-            sent = send_mail(message["summary"][:200], text_of(message), None, list(rule.recipients))
+            sent = mail.send()
         except OSError as exc:  # smtplib's errors are OSErrors: the mail server may be back later
             raise DeliveryError(f"e-mail: {type(exc).__name__}: {exc}") from None
         return f"e-mail to {sent and len(rule.recipients)} recipient(s)"
-    body = message if rule.channel == Channel.WEBHOOK else {"text": text_of(message)}
+    body = message if rule.channel == Channel.WEBHOOK else {"text": text_of(message), "idempotency_key": key}
     url = rule_url(rule)
     try:
-        response = requests.post(url, json=body, timeout=settings.FAULTLINE_NOTIFICATION_TIMEOUT)
+        response = requests.post(
+            url, json=body, headers={IDEMPOTENCY_HEADER: key}, timeout=settings.FAULTLINE_NOTIFICATION_TIMEOUT
+        )
     except requests.RequestException as exc:
         raise DeliveryError(f"request failed: {type(exc).__name__}") from None  # the URL (a secret) is left out
     answer = f"HTTP {response.status_code} {response.text[:200]}".strip()

@@ -3,6 +3,7 @@
 With nothing set this is the embedded default: SQLite in ``var/`` and Celery tasks run in-process.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "axes",
     "rules",
     "diagnoses",
     "handoffs",
@@ -61,6 +63,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "triage.security.ContentSecurityPolicy",
+    "triage.outage_responses.Outages",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -69,6 +72,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "triage.urls"
@@ -97,6 +101,19 @@ DATABASES = {
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Sign-in throttling (django-axes): after FAULTLINE_LOGIN_FAILURE_LIMIT wrong passwords for one user name from one
+# address, that pair is locked out for FAULTLINE_LOGIN_LOCKOUT_MINUTES (429, the lock-out page); admins see the
+# failures and locks in the admin (Axes: access attempts) and lift one there or with `manage.py axes_reset_username`.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("FAULTLINE_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("FAULTLINE_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+AXES_IPWARE_META_PRECEDENCE_ORDER = env_list(
+    "FAULTLINE_CLIENT_IP_HEADERS", ["REMOTE_ADDR"]
+)  # behind a proxy: its header
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -153,6 +170,15 @@ CELERY_BEAT_SCHEDULE = {
 
 # Faultline
 FAULTLINE_BUNDLE_ROOT = Path(env_str("FAULTLINE_BUNDLE_ROOT", str(VAR_DIR / "bundles")))
+# Where bundles live: "" (the folder FAULTLINE_BUNDLE_ROOT, the embedded default) or an S3-compatible object store,
+# s3://BUCKET/PREFIX, shared by every web and worker machine (docs/operations.md, "A fleet"). Then each machine keeps
+# its staging folder and a cache of bundles it fetched for the engine under FAULTLINE_BUNDLE_ROOT, the cache trimmed
+# to FAULTLINE_BUNDLE_CACHE_BYTES after each use. Credentials: boto3's own (AWS_ACCESS_KEY_ID, a profile, a role).
+FAULTLINE_BUNDLE_STORE = env_str("FAULTLINE_BUNDLE_STORE", "")
+FAULTLINE_S3_ENDPOINT_URL = env_str("FAULTLINE_S3_ENDPOINT_URL", "")  # MinIO, Ceph, ...: the store's URL
+FAULTLINE_S3_REGION = env_str("FAULTLINE_S3_REGION", "us-east-1")
+FAULTLINE_S3_TIMEOUT = env_int("FAULTLINE_S3_TIMEOUT", 20)  # seconds to connect, and to wait for a read
+FAULTLINE_BUNDLE_CACHE_BYTES = env_int("FAULTLINE_BUNDLE_CACHE_BYTES", 8 << 30)
 # Bundles of attempts that ended more than this many days ago are removed (beat, daily; manage.py
 # prune_bundles); diagnoses and evidence stay. 0: kept forever.
 FAULTLINE_RETENTION_DAYS = env_int("FAULTLINE_RETENTION_DAYS", 0)
@@ -198,6 +224,9 @@ FAULTLINE_BATCH_IN_THREAD = env_bool("FAULTLINE_BATCH_IN_THREAD", not env_str("C
 # exponentially (the poll interval, or FAULTLINE_SOURCE_BACKOFF seconds, doubled per failure) up to
 # FAULTLINE_BACKOFF_MAX seconds. Connector kinds beyond the built-in ones: dotted paths allowed here.
 FAULTLINE_SOURCE_BACKOFF = env_int("FAULTLINE_SOURCE_BACKOFF", 60)
+# Gathering an attempt's logs and metrics ends this many seconds after it began, well below the task's soft time limit
+# (FAULTLINE_TASK_SOFT_TIME_LIMIT): a source still unanswered then is a gap in the diagnosis, and backed off.
+FAULTLINE_GATHER_DEADLINE = env_int("FAULTLINE_GATHER_DEADLINE", 60)
 FAULTLINE_BACKOFF_MAX = env_int("FAULTLINE_BACKOFF_MAX", 3600)
 FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
 # The node page: a node that was the root cause of at least FAULTLINE_REPEAT_OFFENDER_COUNT attempts

@@ -45,7 +45,11 @@ def check(name: str, bundle: Path, expected: dict, engine: Engine) -> CaseResult
 def cases_run(*, engine: Engine, cases=None) -> list[CaseResult]:
     """Every stored regression case (or ``cases``) checked against ``engine``, by name."""
     cases = RegressionCase.objects.all() if cases is None else cases
-    return [check(case.name, bundle_store.path_of(case.bundle), case.expected, engine) for case in cases]
+    results = []
+    for case in cases:
+        with bundle_store.local(case.bundle) as bundle:
+            results.append(check(case.name, bundle, case.expected, engine))
+    return results
 
 
 def directory_cases_run(*, engine: Engine, root: Path) -> list[CaseResult]:

@@ -83,7 +83,8 @@ def test_a_wrong_token_is_refused():
 
 def test_session_authentication_works(client, stored):
     User.objects.create_user("carol", password="a long password")
-    assert client.login(username="carol", password="a long password")
+    signed_in = client.post("/accounts/login/", {"username": "carol", "password": "a long password"})
+    assert signed_in.status_code == 302
 
     assert client.get("/api/v1/attempts").json()["count"] == 3
 

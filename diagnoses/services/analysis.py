@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from connectors.base import ConnectorError
 from diagnoses import selectors
 from diagnoses.columns import fitted
 from diagnoses.models import Attempt, Diagnosis, Evidence, FlightRecorderSummary, Node, NodeEvent
+from diagnoses.outages import AnalysisInterrupted, outage_of
 from diagnoses.services import event_counts
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
@@ -33,18 +35,22 @@ logger = logging.getLogger(__name__)
 State = Attempt.Analysis
 
 
-def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = False) -> Diagnosis | None:
+def attempt_analyse(
+    *, attempt_id: int, final: bool = True, from_queue: bool = False, resume: datetime | None = None
+) -> Diagnosis | None:
     """Gather, analyse and record one attempt with the active rule set. Idempotent: one diagnosis per
     attempt and rule-set revision.
 
     The attempt is claimed first (``analysing``), in one conditional update: ``from_queue`` (a queued
-    analysis's message) claims only a ``queued`` (or ``received``) attempt, so however many messages the broker, the
-    reaper and retries deliver, one analysis runs; a direct call claims any attempt not being analysed.
-    Returns None when the claim fails.
+    analysis's message) claims only a ``queued`` (or ``received``) attempt, or the one its interrupted try claimed at
+    ``resume``, so however many messages the broker, the reaper and retries deliver, one analysis runs; a direct call
+    claims any attempt not being analysed. Returns None when the claim fails.
 
     A transient ``ConnectorError`` is raised for the caller to retry unless this is the ``final``
-    try (or the attempt has used its ``FAULTLINE_GATHER_RETRIES``); every other failure leaves the
-    attempt ``failed`` with the reason, ready to be retried.
+    try (or the attempt has used its ``FAULTLINE_GATHER_RETRIES``). An outage (the database, the object store, a full
+    disk: ``diagnoses.outages``) met after the claim raises ``AnalysisInterrupted``, for the caller to retry with
+    ``resume``; before it, the outage's own error. Every other failure leaves the attempt ``failed`` with the reason,
+    ready to be retried.
     """
     revision = active_revision()
     stored = Diagnosis.objects.filter(attempt=OuterRef("pk"), revision=revision).values("pk")[:1]
@@ -59,39 +65,59 @@ def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = F
     now = timezone.now()
     claimable = Attempt.objects.filter(pk=attempt.pk)
     if from_queue:  # received: stored without asking for an analysis; nothing returns an attempt to it
-        claimable = claimable.filter(analysis_state__in=(State.QUEUED, State.RECEIVED))
+        waiting = Q(analysis_state__in=(State.QUEUED, State.RECEIVED))
+        if resume is not None:
+            waiting |= Q(analysis_state=State.ANALYSING, analysis_started=resume)
+        claimable = claimable.filter(waiting)
     else:
         stuck = now - timedelta(seconds=settings.FAULTLINE_STUCK_AFTER)
         claimable = claimable.filter(~Q(analysis_state=State.ANALYSING) | Q(analysis_started__lt=stuck))
-    claimed = claimable.update(
-        analysis_state=State.ANALYSING, analysis_started=now, state_changed=now, analysis_runs=F("analysis_runs") + 1
-    )
-    if not claimed:
-        logger.info("attempt %s: not claimed (already analysing or no longer queued)", attempt.pk)
-        return None
-    final = final or attempt.analysis_runs + 1 > settings.FAULTLINE_GATHER_RETRIES
     try:
-        attempt_gather(attempt=attempt)
-        context = selectors.attempt_context(attempt)
-    except ConnectorError as exc:
-        if exc.permanent or final:
+        claimed = claimable.update(
+            analysis_state=State.ANALYSING, analysis_started=now, state_changed=now,
+            analysis_runs=F("analysis_runs") + 1,
+        )  # fmt: skip
+        if not claimed:
+            logger.info("attempt %s: not claimed (already analysing or no longer queued)", attempt.pk)
+            return None
+        final = final or attempt.analysis_runs + 1 > settings.FAULTLINE_GATHER_RETRIES
+        return _analyse_claimed(attempt, revision, final=final)
+    except Exception as exc:
+        outage = outage_of(exc)
+        if outage is None:
+            raise
+        logger.warning("attempt %s: analysis interrupted by an outage (%s); its task retries it", attempt.pk, exc)
+        raise AnalysisInterrupted(outage, claimed=now) from exc
+
+
+def _analyse_claimed(attempt: Attempt, revision: RuleSetRevision, *, final: bool) -> Diagnosis | None:
+    with ExitStack() as held:
+        try:
+            attempt_gather(attempt=attempt)
+            context = held.enter_context(selectors.attempt_context(attempt))
+        except ConnectorError as exc:
+            if exc.permanent or final:
+                attempt_fail(attempt=attempt, reason=f"gathering the context failed: {exc}")
+                return None
+            _set_state(attempt, State.QUEUED, f"retrying after a transient error: {exc}")
+            raise
+        except BundleError as exc:
             attempt_fail(attempt=attempt, reason=f"gathering the context failed: {exc}")
             return None
-        _set_state(attempt, State.QUEUED, f"retrying after a transient error: {exc}")
-        raise
-    except BundleError as exc:
-        attempt_fail(attempt=attempt, reason=f"gathering the context failed: {exc}")
-        return None
-    except Exception as exc:
-        logger.exception("gathering the context of attempt %s failed", attempt.pk)
-        attempt_fail(attempt=attempt, reason=f"gathering the context failed: {type(exc).__name__}: {exc}")
-        return None
-    try:
-        analysis = revision_engine(revision).analyse(context, limits=bundle_limits())
-    except Exception as exc:
-        logger.exception("analysis of attempt %s failed", attempt.pk)
-        attempt_fail(attempt=attempt, reason=f"the analysis failed: {type(exc).__name__}: {exc}")
-        return None
+        except Exception as exc:
+            if outage_of(exc) is not None:
+                raise
+            logger.exception("gathering the context of attempt %s failed", attempt.pk)
+            attempt_fail(attempt=attempt, reason=f"gathering the context failed: {type(exc).__name__}: {exc}")
+            return None
+        try:
+            analysis = revision_engine(revision).analyse(context, limits=bundle_limits())
+        except Exception as exc:
+            if outage_of(exc) is not None:
+                raise
+            logger.exception("analysis of attempt %s failed", attempt.pk)
+            attempt_fail(attempt=attempt, reason=f"the analysis failed: {type(exc).__name__}: {exc}")
+            return None
     return diagnosis_record(attempt=attempt, revision=revision, analysis=analysis)
 
 

@@ -52,17 +52,14 @@ def attempt_ingest_directory(*, path: Path, analyse: bool = True) -> Attempt:
 def _ingest_staged(staged: Path, *, analyse: bool) -> Attempt:
     record, parsed = bundle_store.read_attempt(staged)
     location = bundle_store.new_location()
-    placed = False
-    try:
+    bundle_store.place(staged, location)  # at a new place that no row names yet: invisible until the rows commit
+    try:  # (an upload to an object store is not made inside the transaction, which it would hold open)
         with transaction.atomic():
             attempt = attempt_create(parsed=parsed, record=record, location=location, analyse=analyse)
-            bundle_store.place(staged, location)
-            placed = True
             if analyse:
                 attempt_enqueue(attempt_id=attempt.pk)
     except BaseException:
-        if placed:
-            bundle_store.remove(location)
+        bundle_store.remove(location)
         raise
     return attempt
 

@@ -5,8 +5,10 @@ An attempt found by polling (``Attempt.discovery`` set) is gathered once, by its
 through ``connectors.gather``, with what each could not gather reported. That is written into the bundle
 store as the attempt's bundle, the one source of truth from then on (analysis, evidence lines,
 re-analysis, backtests, ``export-bundle``); nothing else reads a connector for an attempt. Gathering
-records each source's health: a source that failed is backed off and the attempts gathered meanwhile
-report it as a gap. An attempt that came as a bundle has nothing to gather.
+records each source's health: a source that failed is backed off (its circuit breaker: the attempts gathered
+meanwhile do not ask it and report it as a gap; the clusters page shows it) and the sources are asked at once, none
+past ``FAULTLINE_GATHER_DEADLINE`` seconds, so a source that never answers costs one gathering that long.
+An attempt that came as a bundle has nothing to gather.
 
 ``attempt_gather_again`` is the explicit request (a POST) to gather a discovered attempt anew when its
 gathering or analysis failed.
@@ -56,7 +58,10 @@ def attempt_gather(*, attempt: Attempt) -> None:
         except ConnectorError as exc:
             gaps.append(failure_report(source.name, REPORT_KIND[source.role], exc))
             source_record_health(source=source, problem=str(exc))
-    context = gather_sources(discovered, scheduler, watched[Source.Role.LOGS], watched[Source.Role.METRICS])
+    context = gather_sources(
+        discovered, scheduler, watched[Source.Role.LOGS], watched[Source.Role.METRICS],
+        deadline=settings.FAULTLINE_GATHER_DEADLINE,
+    )  # fmt: skip
     for one in [*watched[Source.Role.LOGS], *watched[Source.Role.METRICS]]:
         source_record_health(source=one.source, problem=one.problem)
     bundle_store.store_context(attempt.bundle, replace(context, reports=(*context.reports, *gaps)))

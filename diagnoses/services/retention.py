@@ -28,7 +28,7 @@ def bundles_prune(*, before: datetime | None = None, dry_run: bool = False) -> l
     old = Attempt.objects.filter(end__lt=before).exclude(analysis_state__in=BUSY).order_by("pk")
     pruned = []
     for pk, relative in old.values_list("pk", "bundle").iterator(chunk_size=1000):
-        if not bundle_store.path_of(relative).is_dir():
+        if not bundle_store.exists(relative):
             continue
         if not dry_run:
             bundle_store.remove(relative)

@@ -85,7 +85,8 @@ def test_analysing_twice_with_the_same_revision_keeps_one_diagnosis(attempt):
 
 def test_recording_a_diagnosis_twice_keeps_the_first(attempt):
     revision = active_revision()
-    result = revision_engine(revision).analyse(selectors.attempt_context(attempt))
+    with selectors.attempt_context(attempt) as context:
+        result = revision_engine(revision).analyse(context)
     first = analysis.diagnosis_record(attempt=attempt, revision=revision, analysis=result)
 
     again = analysis.diagnosis_record(attempt=attempt, revision=revision, analysis=result)

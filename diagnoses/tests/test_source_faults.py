@@ -2,6 +2,9 @@
 transient, recorded in the diagnosis's ``sources``, a source that is down backed off, and the diagnosis still
 made from what was gathered. The Loki and Kubernetes/Kueue APIs are local doubles speaking their formats."""
 
+import contextlib
+import socket
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -221,3 +224,68 @@ def test_an_api_server_that_fails_backs_discovery_off_and_a_recovery_resets_it(k
     assert kueue() == 2
     assert (kueue.cluster.failures, kueue.cluster.last_error) == (0, "")
     assert Cluster.objects.get().last_found == 2
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers (finding 3): its URL."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for connection in [*held, server]:
+        connection.close()
+
+
+def test_sources_that_never_answer_cost_one_deadline_then_their_circuit_is_open(
+    silent_server, loki, folder_cluster, drop, make_bundle, settings, django_capture_on_commit_callbacks, client_for
+):
+    """Three sources that never answer, with the defaults that cost 4 tries x 30 s each (finding 3): the gathering
+    ends at its deadline with the live Loki's logs and the diagnosis made; the dead sources are skipped next time
+    (their circuit is open) and the clusters page says so."""
+    settings.FAULTLINE_GATHER_DEADLINE = 4
+    dead = {"url": silent_server, "queries": {"temp": "DCGM_FI_DEV_GPU_TEMP"}}  # default timeout and retries
+    sources = [
+        {"role": "metrics", "name": "prom-a", "kind": "prometheus", "settings": dead},
+        {"role": "metrics", "name": "prom-b", "kind": "prometheus", "settings": dead},
+        {"role": "logs", "name": "loki-dead", "kind": "loki", "settings": {"url": silent_server, "queries": {
+            "kern": '{host="$node", job="kern"}'}}},
+        {"role": "logs", "name": "loki", "kind": "loki", "settings": {"url": loki.url, "queries": {
+            "kern": '{host="$node", job="kern"}'}}},
+    ]  # fmt: skip
+    cluster = folder_cluster(drop, sources=sources)
+
+    def discover(job_id: str) -> tuple[Attempt, float]:
+        make_bundle(root=drop, job_id=job_id)
+        began = time.monotonic()
+        with django_capture_on_commit_callbacks(execute=True):
+            assert discovery.cluster_poll(cluster_id=cluster.pk) == 1
+        attempt = Attempt.objects.select_related("current_diagnosis").get(job__job_id=job_id)
+        return attempt, time.monotonic() - began
+
+    first, took = discover("1")
+    assert took < 4 + 5  # the deadline, and the rest of the work: not 3 x 127 s
+    assert (first.analysis_state, first.current_diagnosis.subdomain) == ("analysed", "gpu.bus")
+    reports = {(s["detail"].split(":")[0], s["status"]) for s in first.current_diagnosis.document["sources"]}
+    assert {("prom-a", "error"), ("prom-b", "error"), ("loki-dead", "error"), ("loki", "ok")} <= reports
+    assert all("deadline passed" in s.last_error for s in Source.objects.exclude(name="loki"))
+    assert Source.objects.get(name="loki").failures == 0
+
+    second, took = discover("2")
+    assert took < 3  # the dead sources are not asked
+    skipped = [s for s in second.current_diagnosis.document["sources"] if "not asked: it failed" in s["detail"]]
+    assert sorted(s["name"] for s in skipped) == ["loki-dead", "prom-a", "prom-b"]
+
+    page = client_for("viewer").get("/clusters/").content.decode()
+    assert page.count("circuit open: skipped") == 3

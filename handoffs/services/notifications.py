@@ -212,18 +212,21 @@ def incidents_queue_due(*, now: datetime | None = None) -> list[int]:
 
 
 def message_of(incident: Incident) -> dict:
-    """The webhook's JSON body (docs/handoffs.md): the incident and what happened."""
+    """The webhook's JSON body (docs/handoffs.md): the incident and what happened, and its idempotency key (the
+    incident's id and version: its events so far), the same in every try of one delivery."""
     rule = incident.rule
     items = [{key: value for key, value in item.items() if key != "subject"} for item in incident.items]
     first = items[0]["text"] if items else ""
     more = f" (+{incident.events - 1} more event{'s' if incident.events > 2 else ''})" if incident.events > 1 else ""
     return {
         "version": 1,
+        "idempotency_key": idempotency_key(incident),
         "rule": rule.name,
         "trigger": rule.trigger,
         "summary": f"Faultline: {first}{more}",
         "incident": {
             "id": incident.pk,
+            "version": incident.events,
             "key": incident.key,
             "opened": incident.opened.isoformat(),
             "last_event": incident.last_event.isoformat(),
@@ -233,6 +236,12 @@ def message_of(incident: Incident) -> dict:
         "items": items,
         "items_omitted": incident.events - len(items),
     }
+
+
+def idempotency_key(incident: Incident) -> str:
+    """What a receiver deduplicates deliveries on (they are at-least-once): a try that timed out may have arrived. A
+    greater version of the same incident is its message with events that joined while a delivery was retried."""
+    return f"faultline-incident-{incident.pk}-v{incident.events}"
 
 
 def incident_deliver(*, incident_id: int, number: int, final: bool) -> bool:

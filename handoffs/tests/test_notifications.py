@@ -89,8 +89,12 @@ def test_one_message_per_grouped_incident_with_the_documented_body(
     assert len(send_due(django_capture_on_commit_callbacks, after=61)) == 2
     assert len(bodies(receiver)) == 2
     body = next(b for b in bodies(receiver) if b["incident"]["key"] == "dgx-a/512")
-    assert set(body) == {"version", "rule", "trigger", "summary", "incident", "items", "items_omitted"}
+    assert set(body) == {
+        "version", "idempotency_key", "rule", "trigger", "summary", "incident", "items", "items_omitted"
+    }  # fmt: skip
     assert body["version"] == 1
+    assert body["incident"]["version"] == 3
+    assert body["idempotency_key"] == f"faultline-incident-{body['incident']['id']}-v3"
     assert body["rule"] == "gpu faults"
     assert body["trigger"] == "diagnosis"
     assert body["incident"]["events"] == 3
@@ -137,6 +141,25 @@ def test_a_failed_delivery_is_tried_again_and_logged(receiver, analysed, django_
     assert log == [(1, False, "HTTP 503 unavailable"), (2, False, "HTTP 500 unavailable"), (3, True, "HTTP 200 ok")]
 
 
+def test_a_delivery_whose_answer_was_lost_arrives_twice_with_one_idempotency_key(
+    receiver, analysed, settings, django_capture_on_commit_callbacks
+):
+    """Finding 4: the endpoint takes the first try but answers after the timeout; the try is made again (deliveries
+    are at-least-once) and both carry the same key, in the header and the body, for the receiver to deduplicate."""
+    settings.FAULTLINE_NOTIFICATION_TIMEOUT = 1
+    rule()
+    analysed("601")
+    receiver.delays.append(2.5)  # the first answer comes after the sender gave up on it
+    send_due(django_capture_on_commit_callbacks, after=61)
+
+    assert len(receiver.requests) == 2
+    keys = {request.headers["Idempotency-Key"] for request in receiver.requests}
+    assert keys == {body["idempotency_key"] for body in bodies(receiver)}
+    assert keys == {f"faultline-incident-{Incident.objects.get().pk}-v1"}
+    log = list(Incident.objects.get().deliveries.order_by("number").values_list("ok", "answer"))
+    assert log == [(False, "request failed: ReadTimeout"), (True, "HTTP 200 ok")]
+
+
 def test_a_delivery_gives_up_after_the_retries_or_at_once_on_a_permanent_error(receiver, analysed, settings):
     settings.FAULTLINE_NOTIFICATION_RETRIES = 2
     rule()
@@ -163,12 +186,16 @@ def test_slack_and_email_channels(receiver, analysed, django_capture_on_commit_c
     analysed("700")
     send_due(django_capture_on_commit_callbacks, after=61)
     assert len(bodies(receiver)) == 1
-    assert set(bodies(receiver)[0]) == {"text"}
+    assert set(bodies(receiver)[0]) == {"text", "idempotency_key"}
+    assert bodies(receiver)[0]["idempotency_key"] == receiver.requests[0].headers["Idempotency-Key"]
     assert bodies(receiver)[0]["text"].startswith("Faultline: job 700 on dgx-a: attributed, hardware / gpu.bus")
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == ["oncall@example.org"]
     assert "job 700" in mail.outbox[0].subject
     assert "/attempts/" in mail.outbox[0].body
+    key = mail.outbox[0].extra_headers["Idempotency-Key"]
+    assert key.startswith("faultline-incident-")
+    assert mail.outbox[0].body.endswith(f"Idempotency key: {key}")
 
 
 def test_a_node_becoming_a_repeat_offender_and_the_backlog(receiver, analysed, django_capture_on_commit_callbacks):

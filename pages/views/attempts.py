@@ -245,7 +245,7 @@ def attempt_diagnosis_json(request, pk: int):
 def attempt_bundle(request, pk: int):
     """The attempt's bundle as a ``.tar.gz``, streamed."""
     attempt = _attempt_or_404(pk)
-    if not bundle_store.path_of(attempt.bundle).is_dir():
+    if not bundle_store.exists(attempt.bundle):
         raise Http404("this attempt's bundle is not stored (not gathered yet, or removed after the retention period)")
     name = f"{attempt.cluster.name}-{attempt.job.job_id}-{attempt.number}"
     response = StreamingHttpResponse(bundle_store.archive_stream(attempt.bundle, name), content_type="application/gzip")

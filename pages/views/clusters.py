@@ -17,6 +17,8 @@ STATES = {
     "failing": "failing",
     "unused": "not asked yet",
 }
+# A source that failed is skipped until its retry time: its circuit breaker is open (diagnoses/services/gathering.py).
+SOURCE_STATES = {**STATES, "backing_off": "circuit open: skipped"}
 
 
 @login_required
@@ -27,7 +29,7 @@ def cluster_status(request):
     rows = []
     for cluster in selectors.cluster_status_list():
         status = selectors.cluster_status(cluster, now=now)
-        sources = [{**source, "label": STATES[source["state"]]} for source in status["sources"]]
+        sources = [{**source, "label": SOURCE_STATES[source["state"]]} for source in status["sources"]]
         rows.append({"cluster": cluster, "status": status, "label": STATES[status["state"]], "sources": sources})
     can_change = request.user.is_staff and request.user.has_perm("diagnoses.change_cluster")  # in the admin
     context = {"rows": rows, "can_change": can_change}

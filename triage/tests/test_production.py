@@ -1,12 +1,15 @@
 """The production check (``make prod-check``, in .ci/run): gunicorn, a Celery worker and Celery beat as three
-processes of their own against PostgreSQL and Redis, with DJANGO_DEBUG=0, as docker-compose.yml runs them.
-A bundle uploaded through gunicorn is analysed by the worker, its page is served, static files are served
-(WhiteNoise, after collectstatic), and beat sends its tasks.
+processes of their own against PostgreSQL, Redis and an S3-compatible object store (a real S3-protocol server,
+moto's), with DJANGO_DEBUG=0, as docker-compose.yml runs them. A bundle uploaded through gunicorn (once with
+``Transfer-Encoding: chunked``) is stored in the object store and analysed by the worker from its cache, its page is
+served, static files are served (WhiteNoise, after collectstatic), no answer names the server's software, and beat
+sends its tasks.
 
 Runs when ``FAULTLINE_PROD_CHECK=1`` (``make prod-check`` sets it); gunicorn listens on
 ``FAULTLINE_TEST_WEB_PORT`` + 1 (default 18602), the broker is ``FAULTLINE_TEST_BROKER_URL`` (flushed).
 """
 
+import http.client as http_client
 import os
 import subprocess
 import sys
@@ -43,7 +46,9 @@ PORT = int(os.environ.get("FAULTLINE_TEST_WEB_PORT", "18601")) + 1
 
 
 @pytest.fixture
-def service(tmp_path, bundle_root, browser_roles):  # browser_roles: the role groups of transactional tests
+def service(
+    tmp_path, bundle_root, browser_roles, object_store
+):  # browser_roles: the role groups of transactional tests
     if connection.vendor != "postgresql" or not port_free(PORT):
         pytest.fail(f"the production check needs PostgreSQL and port {PORT} free")
     redis.Redis.from_url(BROKER).flushdb()
@@ -56,6 +61,7 @@ def service(tmp_path, bundle_root, browser_roles):  # browser_roles: the role gr
         "FAULTLINE_VAR_DIR": str(tmp_path / "var"),
         "FAULTLINE_BUNDLE_ROOT": str(bundle_root),
         "FAULTLINE_REAPER_INTERVAL": "1",
+        **object_store.environment,
     }
     subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=BASE_DIR, env=environment, check=True
@@ -65,9 +71,21 @@ def service(tmp_path, bundle_root, browser_roles):  # browser_roles: the role gr
         start_worker("prod", environment, tmp_path, beat=False),
         start_beat(environment, tmp_path),
     ]
-    yield f"http://127.0.0.1:{PORT}", tmp_path
+    yield f"http://127.0.0.1:{PORT}", tmp_path, object_store
     for process in processes:
         kill(process)
+
+
+def chunked_upload(token: str, archive: bytes):
+    """POST the bundle with ``Transfer-Encoding: chunked`` (no Content-Length), as a streaming client sends it."""
+    connection = http_client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/gzip"}
+    pieces = [archive[i : i + 4096] for i in range(0, len(archive), 4096)]
+    connection.request("POST", "/api/v1/attempts", body=iter(pieces), headers=headers, encode_chunked=True)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response
 
 
 def person(role: str) -> User:
@@ -77,11 +95,15 @@ def person(role: str) -> User:
 
 
 def test_gunicorn_a_worker_and_beat_serve_upload_analysis_pages_and_static_files(service, make_bundle, tar_gz):
-    base, tmp_path = service
-    status, body = upload(base, Token.objects.create(user=person(TRIAGER)).key, tar_gz(make_bundle()))
+    base, tmp_path, object_store = service
+    token = Token.objects.create(user=person(TRIAGER)).key
+    status, body = upload(base, token, tar_gz(make_bundle()))
     assert status == 202, body
+    chunked = chunked_upload(token, tar_gz(make_bundle(job_id="chunked")))
+    assert (chunked.status, chunked.getheader("Server")) == (202, None)
+    assert any(key.endswith("/attempt.json") for key in object_store.stored())
 
-    wait_for(lambda: Attempt.objects.filter(pk=body["id"], analysis_state="analysed").exists(), 60, "the analysis")
+    wait_for(lambda: Attempt.objects.filter(analysis_state="analysed").count() == 2, 60, "the analyses")
     attempt = Attempt.objects.select_related("current_diagnosis").get(pk=body["id"])
     assert attempt.current_diagnosis.subdomain == "gpu.bus"
 

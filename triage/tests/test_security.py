@@ -51,3 +51,39 @@ def test_every_page_carries_the_policy_and_keeps_it(stored, admin_client, settin
             pages += 1
             assert INLINE.findall(response.content) == [], url
     assert pages > 20
+
+
+@pytest.mark.django_db
+def test_sign_in_is_throttled_and_admins_see_and_lift_the_lock(person, admin_client, settings):
+    """Finding 7: wrong passwords for one user from one address lock that pair out (django-axes); the right password
+    then fails too, until an admin, who sees the lock in the admin, lifts it."""
+    from django.test import Client
+
+    user = person("admin", "locked-admin")
+    browser = Client(REMOTE_ADDR="192.0.2.7")
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert browser.post("/accounts/login/", {"username": user.username, "password": "wrong"}).status_code == 200
+    locked = browser.post("/accounts/login/", {"username": user.username, "password": "wrong"})
+    assert locked.status_code == 429
+    assert b"Too many failed sign-ins" in locked.content
+    right = browser.post("/accounts/login/", {"username": user.username, "password": person.password})
+    assert right.status_code == 429  # locked, whatever the password
+    assert (
+        Client(REMOTE_ADDR="192.0.2.8")
+        .post("/accounts/login/", {"username": user.username, "password": person.password})
+        .status_code
+        == 302
+    )  # another address is not locked out
+
+    admin = admin_client  # the Django admin's staff
+    listed = admin.get("/admin/axes/accessattempt/")
+    assert listed.status_code == 200
+    assert user.username in listed.content.decode()
+    assert "192.0.2.7" in listed.content.decode()
+    from axes.models import AccessAttempt
+
+    attempt = AccessAttempt.objects.get(username=user.username)
+    lifted = admin.post(f"/admin/axes/accessattempt/{attempt.pk}/delete/", {"post": "yes"})
+    assert lifted.status_code == 302
+    right = browser.post("/accounts/login/", {"username": user.username, "password": person.password})
+    assert right.status_code == 302

@@ -196,7 +196,8 @@ class _Backtest:
             return ""
         label = f"{attempt.cluster.name}/{attempt.job.job_id}#{attempt.number}"
         try:
-            after = self.engine.diagnose(attempt_context(attempt))
+            with attempt_context(attempt) as context:
+                after = self.engine.diagnose(context)
         except Exception as exc:  # one attempt's trouble is reported with it; the run goes on
             self.errors.append({"attempt": attempt.pk, "label": label, "error": f"{type(exc).__name__}: {exc}"})
             return ""

@@ -51,7 +51,8 @@ def case_promote(*, attempt: Attempt, user=None, name: str = "") -> RegressionCa
     location = f"{CASES_DIR}/{bundle_store.new_location()}"
     staging = bundle_store.stage()
     try:
-        bundle_store.copy_tree(bundle_store.path_of(attempt.bundle), staging / "bundle")
+        with bundle_store.local(attempt.bundle) as bundle:
+            bundle_store.copy_tree(bundle, staging / "bundle")
         bundle_store.place(staging / "bundle", location)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -35,7 +35,8 @@ def revision_try(request, name: str, number: int):
         attempt = _attempt_or_404(int(attempt_id))
         stored = attempt.current_diagnosis.document if attempt.current_diagnosis else None
         try:
-            draft = selectors.revision_engine(revision).diagnose(diagnoses_selectors.attempt_context(attempt))
+            with diagnoses_selectors.attempt_context(attempt) as bundle:
+                draft = selectors.revision_engine(revision).diagnose(bundle)
         except Exception as exc:  # the page says why the attempt could not be diagnosed
             context.update(attempt=attempt, failure=f"{type(exc).__name__}: {exc}")
         else:
