@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from api import notifications, rulesets, views
+from api import notifications, patterns, rulesets, views
 
 app_name = "api"
 
@@ -18,5 +18,6 @@ router.register("revisions", rulesets.RevisionViewSet, basename="revision")
 router.register("activations", rulesets.ActivationViewSet, basename="activation")
 router.register("notification-rules", notifications.NotificationRuleViewSet, basename="notification-rule")
 router.register("deliveries", notifications.DeliveryViewSet, basename="delivery")
+router.register("patterns", patterns.PatternViewSet, basename="pattern")
 
 urlpatterns = [path("analyze", views.AnalyzeView.as_view(), name="analyze"), *router.urls]

@@ -18,6 +18,9 @@ attempt.json differ (job ids). Per run it measures:
   and the ratio pipeline / engine per attempt (target <= 1.5 with one worker process); the same ratio
   in CPU time (the worker process's CPU in analysis tasks over the engine's), which a busy machine moves less;
   and the difference of the two per attempt: what the store and Celery add outside the engine;
+- the leads (docs/leads.md): the time an analysis task spends mining the attempt's templates and recording them and
+  its leads (``attempt_mine`` and the template store's writes), timed inside the same tasks: the task's time over its
+  time without them is the slowdown they cause (target <= 1.10);
 - a worker's memory: one worker analyses the attempts again and again (their diagnoses deleted between
   rounds) and reports its resident memory after 1,000 and after 10,000 analyses (``--memory``).
 
@@ -53,6 +56,7 @@ ANALYSIS_TASK = "diagnoses.tasks.analyse_attempt"
 PIPELINE_TARGET = 50  # attempts/s per worker process
 RATIO_TARGET = 1.5  # pipeline / engine alone, per attempt
 MEMORY_GROWTH_TARGET = 0.10
+LEADS_TARGET = 1.10  # an analysis task's time over its time without the leads' mining and store
 START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 
 
@@ -168,10 +172,24 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
     from celery.signals import task_postrun, task_prerun
     from django.db import connection
 
+    from diagnoses.services import analysis
     from triage.celery import app
 
     stats = redis.Redis.from_url(broker_url)
-    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "analyses": 0, "statements": 0}
+    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "analyses": 0, "statements": 0, "leads": 0.0}
+
+    def leads_timed(function):
+        def timed_call(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                clock["leads"] += time.perf_counter() - began
+
+        return timed_call
+
+    analysis.attempt_mine = leads_timed(analysis.attempt_mine)
+    analysis._leads_record = leads_timed(analysis._leads_record)
 
     def timed(execute, sql, params, many, context):
         clock["statements"] += 1
@@ -186,6 +204,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         clock["task"] = time.perf_counter()
         clock["cpu"] = time.process_time()
         clock["db"] = 0.0
+        clock["leads"] = 0.0
         clock["statements"] = 0
         connection.execute_wrappers.append(timed)
 
@@ -199,6 +218,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         pipe.incrbyfloat(f"{STATS_KEY}:{kind}:task", time.perf_counter() - clock["task"])
         pipe.incrbyfloat(f"{STATS_KEY}:{kind}:db", clock["db"])
         pipe.incrbyfloat(f"{STATS_KEY}:{kind}:cpu", time.process_time() - clock["cpu"])
+        pipe.incrbyfloat(f"{STATS_KEY}:{kind}:leads", clock["leads"])
         if task.name == ANALYSIS_TASK:  # the checkpoints count analyses, not the hand-off tasks each one queues
             clock["analyses"] += 1
             if clock["analyses"] in checkpoints:
@@ -360,6 +380,7 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
     task_time = float(stats.get(f"{STATS_KEY}:analysis:task") or 0)  # the analyses' alone
     db_time = float(stats.get(f"{STATS_KEY}:analysis:db") or 0)
     task_cpu = float(stats.get(f"{STATS_KEY}:analysis:cpu") or 0)
+    leads_time = float(stats.get(f"{STATS_KEY}:analysis:leads") or 0)
     outcomes = {}
     for outcome in Attempt.objects.values_list("current_diagnosis__subdomain", flat=True):
         outcomes[outcome or "-"] = outcomes.get(outcome or "-", 0) + 1
@@ -390,6 +411,11 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> None:
           f"{per_task(stats, 'other', 'statements'):.1f} per other task (the hand-offs'; BEGIN and COMMIT not "
           f"counted); time in an analysis task {per_task(stats, 'analysis', 'task') * 1000:.1f} ms, in another "
           f"{per_task(stats, 'other', 'task') * 1000:.1f} ms")  # fmt: skip
+    if task_time:
+        print(f"  leads:                {leads_time / count * 1000:7.1f} ms per analysis task (mining and the template "
+              f"store); the task {task_time / count * 1000:.1f} ms, without them "
+              f"{(task_time - leads_time) / count * 1000:.1f} ms: slowdown {task_time / (task_time - leads_time):.3f} "
+              f"(target <= {LEADS_TARGET})")  # fmt: skip
     print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
 
 

@@ -11,7 +11,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from connectors.base import UnusableKind, connector_class
-from diagnoses.models import Attempt, Cluster, Diagnosis, Node, Source, VerdictDay, VerdictNodeDay
+from diagnoses.models import Attempt, Cluster, Diagnosis, Lead, Node, Source, Template, VerdictDay, VerdictNodeDay
 from handoffs.models import Delivery, Drain, DrainPolicy, Incident, NotificationRule
 
 NOT_DIAGNOSED = "none"  # the outcome label of an attempt without a diagnosis yet
@@ -219,3 +219,13 @@ def cluster_can_drain(cluster: Cluster) -> bool:
     except UnusableKind:
         return False
     return all(callable(getattr(cls, method, None)) for method in ("drain_node", "resume_node"))
+
+
+def pattern_leads_counted(diagnosis: Diagnosis) -> list:
+    """The leads of a first diagnosis that counted it into a new (not known) pattern's day (``Lead.day_attempts``),
+    with their templates."""
+    return list(
+        Lead.objects.select_related("template")
+        .filter(lead_set__diagnosis=diagnosis, day_attempts__isnull=False, template__status=Template.Status.NEW)
+        .order_by("position")
+    )

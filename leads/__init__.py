@@ -13,10 +13,20 @@ from collections.abc import Iterable, Mapping
 from engine.context import AttemptContext
 from engine.events import Event
 from leads.mining import Explained, Mined, Template, mine, template_key
-from leads.rule_drafts import rule_draft
+from leads.rule_drafts import rule_draft, template_parts
 from leads.score import Lead, rank
 
-__all__ = ["Lead", "Mined", "Template", "find_leads", "mine_attempt", "rank", "rule_draft", "template_key"]
+__all__ = [
+    "Lead",
+    "Mined",
+    "Template",
+    "find_leads",
+    "mine_attempt",
+    "rank",
+    "rule_draft",
+    "template_key",
+    "template_parts",
+]
 
 
 def mine_attempt(context: AttemptContext, events: Iterable[Event] = ()) -> Mined:

@@ -42,6 +42,14 @@ class Masker:
         self._hosts = re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])") if names else None
 
     def mask(self, message: str) -> str:
+        return self.mask_rest(self.mask_hosts(message))
+
+    def mask_hosts(self, message: str) -> str:
+        """The message with the attempt's host names masked (the one step that needs its digits as they are)."""
+        return message if self._hosts is None else self._hosts.sub("<HOST>", message)
+
+    def mask_rest(self, message: str) -> str:
+        """Every other step; the same words for any two messages that differ only in their digits other than 0."""
         text = _HOST_PREFIX.sub(r"\1<HOST>\2", message, count=1)
         text = _TIME.sub("<TIME>", text)
         text = _URL.sub("<URL>", text)
@@ -49,8 +57,6 @@ class Masker:
         text = _ADDR.sub("<ADDR>", text)
         text = _ID.sub("<ID>", text)
         text = _HEX.sub("<HEX>", text)
-        if self._hosts is not None:
-            text = self._hosts.sub("<HOST>", text)
         text = _RANK.sub(r"\1<RANK>", text)
         text = _NUM.sub("<NUM>", text)
         return _SPACE.sub(" ", text).strip()

@@ -94,11 +94,23 @@ class Explained:
         self.places: dict[tuple[str, int], bool] = {}
         self.texts: dict[str, bool] = {}
         for event in events:
-            if event.kind in ("metrics", "events") or ":" not in event.ref:
-                continue
-            normal = (event.role or event.rule.role) in NORMAL_ROLES or event.rule.role in NORMAL_ROLES
-            self.places[(event.ref_path(), event.ref_line())] = normal
-            self.texts[event.text] = normal
+            if event.kind not in ("metrics", "events"):
+                normal = (event.role or event.rule.role) in NORMAL_ROLES or event.rule.role in NORMAL_ROLES
+                self.add(event.ref, event.text, normal)
+
+    @classmethod
+    def of(cls, lines: Iterable[tuple[str, str, bool]]) -> Explained:
+        """From (ref ``file:line``, text, whether normal) of each line a rule matched (stored node events)."""
+        explained = cls()
+        for ref, text, normal in lines:
+            explained.add(ref, text, normal)
+        return explained
+
+    def add(self, ref: str, text: str, normal: bool) -> None:
+        path, _, number = ref.rpartition(":")
+        if path and number.isdigit():
+            self.places[(path, int(number))] = normal
+            self.texts[text] = normal
 
     def get(self, line: Line) -> bool | None:
         """None when no rule matched the line, else whether the rule calls it normal."""
@@ -107,28 +119,39 @@ class Explained:
 
 
 def mine(context: AttemptContext, explained: Explained | None = None) -> Mined:
-    """The templates of the attempt's lines with error-like wording."""
+    """The templates of the attempt's lines with error-like wording.
+
+    Lines that differ only in their digits are masked and weighed once (the first of them; a cache), and Drain sees
+    each distinct masked text once (a repeated line changes no template)."""
     explained = explained or Explained()
     attempt = context.attempt
     masker = Masker(attempt.nodes)
     drain = Drain(sim_th=DRAIN_SIMILARITY, depth=DRAIN_DEPTH)
     succeeded = attempt.state in SUCCEEDED
-    placed: list[tuple[Line, int, bool | None]] = []
+    seen: dict[str, tuple[str, float, str, bool]] = {}  # by message with hosts masked and digits zeroed
+    clusters: dict[str, int] = {}  # Drain's cluster of each masked text
+    placed: list[tuple[Line, int, bool | None, float, str, bool]] = []
     for line in candidate_lines(context):
-        cluster, _change = drain.add_log_message(masker.mask(line.message))
-        placed.append((line, cluster.cluster_id, explained.get(line)))
+        key = masker.mask_hosts(line.message).translate(_ZERO)
+        known = seen.get(key)
+        if known is None:
+            known = seen[key] = (masker.mask_rest(key), *wording(line.message), informational(line.text))
+        masked, weight, word, info = known
+        cluster_id = clusters.get(masked)
+        if cluster_id is None:
+            cluster_id = clusters[masked] = drain.add_log_message(masked)[0].cluster_id
+        placed.append((line, cluster_id, explained.get(line), weight, word, info))
     texts = {cluster.cluster_id: cluster.get_template() for cluster in drain.clusters}
     templates: dict[str, Template] = {}
     first_symptom = None
     places = {}
-    for line, cluster_id, matched in placed:
+    for line, cluster_id, matched, weight, word, info in placed:
         text = texts[cluster_id]
         key = places[(line.file, line.line)] = template_key(text)
         template = templates.get(key)
         if template is None:
             template = templates[key] = Template(key=key, text=text)
         template.lines += 1
-        info = informational(line.text)
         template.informational += info
         if succeeded or matched or info:
             template.normal += 1
@@ -138,12 +161,14 @@ def mine(context: AttemptContext, explained: Explained | None = None) -> Mined:
             template.nodes.add(line.node)
         if template.first is None or line.key() < template.first.key():
             template.first = line
-        weight, word = wording(line.message)
         if weight > template.weight:
             template.weight, template.word = weight, word
         if weight >= 0.7 and line.time is not None and (first_symptom is None or line.time < first_symptom):
             first_symptom = line.time
     return Mined(templates, len(attempt.nodes), first_symptom, places)
+
+
+_ZERO = str.maketrans("123456789", "000000000")
 
 
 def candidate_lines(context: AttemptContext) -> Iterator[Line]:
@@ -160,12 +185,15 @@ def _stream_lines(stream: LogStream, clock: Clock, nodes: dict, ranks) -> Iterat
     system = stream.kind == "system"
     known = nodes.__contains__
     found = 0
-    number = 0  # lines before the block
+    number = 0  # lines before ``previous`` in the block
     with stream.opener() as handle:
+        rest = None  # the previous block and where its lines were counted to: counted only if a block follows
         for block in _blocks(handle):
-            previous, counted = 0, number
+            if rest is not None:
+                number += rest[0].count(b"\n", rest[1])
+            previous = 0
             for start in _matching_starts(block):
-                counted += block.count(b"\n", previous, start)
+                number += block.count(b"\n", previous, start)
                 previous = start
                 end = block.find(b"\n", start)
                 raw = block[start : end if end != -1 else len(block)]
@@ -173,11 +201,11 @@ def _stream_lines(stream: LogStream, clock: Clock, nodes: dict, ranks) -> Iterat
                 parsed = parse_line(text, clock, system, known)
                 host = nodes.get(parsed.host) or nodes.get((parsed.host or "").split(".", 1)[0])
                 node = stream.node or host or (ranks.get(parsed.rank) if parsed.rank is not None else None)
-                yield Line(stream.ref, counted + 1, stream.name, stream.kind, node, parsed.time, text, parsed.message)
+                yield Line(stream.ref, number + 1, stream.name, stream.kind, node, parsed.time, text, parsed.message)
                 found += 1
                 if found >= LINES_PER_STREAM:
                     return
-            number += block.count(b"\n")
+            rest = (block, previous)
 
 
 def _blocks(handle) -> Iterator[bytes]:

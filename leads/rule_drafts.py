@@ -63,3 +63,16 @@ def rule_draft(template: str, key: str, kind: str) -> str:
 def _quoted(text: str) -> str:
     """A YAML single-quoted scalar: backslashes stay as they are, a quote is doubled."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def template_parts(template: str) -> list[tuple[str, bool]]:
+    """The template as (text, variable) parts, for showing its variable parts marked."""
+    parts, at = [], 0
+    for match in _PART.finditer(template):
+        if match.start() > at:
+            parts.append((template[at : match.start()], False))
+        parts.append((match.group(), True))
+        at = match.end()
+    if at < len(template):
+        parts.append((template[at:], False))
+    return parts

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview
+from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview, patterns
 
 app_name = "pages"
 
@@ -19,6 +19,10 @@ urlpatterns = [
     path("attempts/<int:pk>/bundle.tar.gz", attempts.attempt_bundle, name="attempt-bundle"),
     path("attempts/<int:pk>/evidence/<int:evidence_id>/context", attempts.evidence_context, name="evidence-context"),
     path("attempts/<int:pk>/events/<int:event_id>/context", attempts.event_context, name="event-context"),
+    path("attempts/<int:pk>/leads/<int:lead_id>/context", attempts.lead_context, name="lead-context"),
+    path("attempts/<int:pk>/leads", attempts.attempt_leads, name="attempt-leads"),
+    path("patterns/", patterns.pattern_list, name="pattern-list"),
+    path("patterns/<str:key>/", patterns.pattern_detail, name="pattern-detail"),
     path("triage/", lists.triage_queue, name="triage-queue"),
     path("nodes/<str:cluster>/<path:name>/", nodes.node_detail, name="node-detail"),  # node names may hold "/"
     path("clusters/", clusters.cluster_status, name="cluster-status"),
