@@ -73,8 +73,8 @@ def diagnosis_notify(*, diagnosis: Diagnosis, offenders: list[tuple[Node, int]])
 
 def pattern_notify(*, diagnosis: Diagnosis) -> list[Incident]:
     """The notifications of a new failure pattern (docs/leads.md): for each pattern this first diagnosis leads with,
-    still new (not known), whose attempts that day reach a pattern rule's threshold with this one (``Lead.day_attempts``:
-    exactly one diagnosis a day reaches each count, so each rule hears of a pattern once a day)."""
+    still new (not known), whose attempts that day reach a pattern rule's threshold with this one
+    (``Lead.day_attempts``: one diagnosis a day reaches each count, so each rule hears of a pattern once a day)."""
     rules = selectors.rules_enabled(Trigger.PATTERN)
     if not rules:
         return []
