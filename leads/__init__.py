@@ -29,9 +29,10 @@ __all__ = [
 ]
 
 
-def mine_attempt(context: AttemptContext, events: Iterable[Event] = ()) -> Mined:
-    """The attempt's templates; ``events``: the analysis's events (the lines the rules matched)."""
-    return mine(context, Explained(events))
+def mine_attempt(context: AttemptContext, events: Iterable[Event] = (), *, settled: bool = False) -> Mined:
+    """The attempt's templates; ``events``: the analysis's events (the lines the rules matched); ``settled``: the
+    rules attributed the attempt (its lines count as normal)."""
+    return mine(context, Explained(events), settled=settled)
 
 
 def find_leads(

@@ -8,8 +8,8 @@ Depth Tree", ICWS 2017), a fresh tree per attempt, fed in the bundle's order, so
 same templates. A template's id is a digest of its text: the same wording in two attempts is the same template.
 
 Each template keeps how many lines it has, how many of them are known to be normal (printed at an informational
-level, matched by a rule as context, progress or teardown, or of an attempt that succeeded), the nodes it was seen
-on and its first line.
+level, matched by a rule as context, progress or teardown, of an attempt that succeeded, or of an attempt the rules
+attributed: its failure is known to be another line's), the nodes it was seen on and its first line.
 """
 
 from __future__ import annotations
@@ -118,8 +118,9 @@ class Explained:
         return self.texts.get(line.text) if found is None else found
 
 
-def mine(context: AttemptContext, explained: Explained | None = None) -> Mined:
-    """The templates of the attempt's lines with error-like wording.
+def mine(context: AttemptContext, explained: Explained | None = None, *, settled: bool = False) -> Mined:
+    """The templates of the attempt's lines with error-like wording; ``settled``: the rules attributed the attempt,
+    so its lines are background (known not to be its failure's) and count as normal.
 
     Lines that differ only in their digits are masked and weighed once (the first of them; a cache), and Drain sees
     each distinct masked text once (a repeated line changes no template)."""
@@ -153,7 +154,7 @@ def mine(context: AttemptContext, explained: Explained | None = None) -> Mined:
             template = templates[key] = Template(key=key, text=text)
         template.lines += 1
         template.informational += info
-        if succeeded or matched or info:
+        if succeeded or settled or matched or info:
             template.normal += 1
         if matched is not None:
             template.explained = True

@@ -95,7 +95,7 @@ def attempt_analyse(*, attempt_id: int, final: bool = True, from_queue: bool = F
         logger.exception("analysis of attempt %s failed", attempt.pk)
         attempt_fail(attempt=attempt, reason=f"the analysis failed: {type(exc).__name__}: {exc}")
         return None
-    mined = attempt_mine(context=context, events=analysis.events)
+    mined = attempt_mine(context=context, events=analysis.events, settled=analysis.diagnosis["outcome"] == "attributed")
     return diagnosis_record(attempt=attempt, revision=revision, analysis=analysis, mined=mined)
 
 

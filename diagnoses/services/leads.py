@@ -49,19 +49,15 @@ def leads_request(*, attempt: Attempt) -> LeadSet | None:
     if existing is not None:
         return existing
     events = diagnosis.events.values_list("ref", "text", "role")
-    mined = mine(
-        attempt_context(attempt), Explained.of((ref, text, role in NORMAL_ROLES) for ref, text, role in events)
-    )
+    explained = Explained.of((ref, text, role in NORMAL_ROLES) for ref, text, role in events)
+    mined = mine(attempt_context(attempt), explained, settled=diagnosis.outcome == Diagnosis.Outcome.ATTRIBUTED)
     with transaction.atomic():
         existing = LeadSet.objects.filter(diagnosis=diagnosis).first()
         if existing is not None:
             return existing
-        stored = {
-            key: (pk, normal)
-            for pk, key, normal in Template.objects.filter(key__in=list(mined.templates)).values_list(
-                "pk", "key", "normal_lines"
-            )
-        }
+        stored = templates_count(mined=mined, attempt=attempt, counted=False)  # there (a diagnosis from before them)
+        # the store counted this attempt's own lines when it was analysed: the rarity is the other attempts'
+        stored = {key: (pk, max(0, normal - mined.templates[key].normal)) for key, (pk, normal) in stored.items()}
         return _lead_set_create(diagnosis=diagnosis, mined=mined, stored=stored, requested=True, first=False)
 
 
@@ -84,10 +80,10 @@ def leads_retire(*, attempt_id: int) -> None:
             _count(lead_set, -1)
 
 
-def attempt_mine(*, context, events) -> Mined | None:
+def attempt_mine(*, context, events, settled: bool) -> Mined | None:
     """The attempt's templates (``leads.mine_attempt``); None, logged, when mining fails: the analysis goes on."""
     try:
-        return mine_attempt(context, events)
+        return mine_attempt(context, events, settled=settled)
     except Exception:
         logger.exception(
             "mining the templates of attempt %s/%s failed", context.attempt.cluster, context.attempt.job_id
