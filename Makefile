@@ -45,7 +45,7 @@ test: $(STAMP) ## Run the test suite (starts PostgreSQL, Redis, Slurm and Promet
 screenshots: $(STAMP) ## Refresh the page screenshots in docs/screenshots/ (the browser tests take them)
 	scripts/services.sh
 	scripts/browser.sh
-	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest pages/tests/test_browser.py
+	FAULTLINE_SCREENSHOTS=docs/screenshots DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(BIN)/pytest pages/tests/test_browser.py pages/tests/test_patterns_browser.py
 
 prod-check: $(STAMP) ## Production check: gunicorn, a worker and beat (DEBUG=0) on PostgreSQL and Redis: upload, analysis, page, static
 	scripts/services.sh

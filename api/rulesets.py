@@ -7,10 +7,13 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from api.patterns import BacktestSerializer, revision_backtest
 from api.permissions import permission
 from engine import RuleSetError
 from rules import permissions, selectors, services
 from rules.models import Activation, RuleSet, RuleSetRevision
+
+RUN_BATCH = "workbench.add_batchrun"  # the workbench's permission to backtest (workbench/permissions.py)
 
 
 class RuleSetRevisionSummarySerializer(serializers.ModelSerializer):
@@ -87,7 +90,9 @@ class RevisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return queryset.defer("text") if self.action == "list" else queryset
 
     def get_permissions(self):
-        needed = {"create": permissions.EDIT_RULES, "activate": permissions.ACTIVATE}.get(self.action)
+        needed = {"create": permissions.EDIT_RULES, "activate": permissions.ACTIVATE, "backtest": RUN_BATCH}.get(
+            self.action
+        )
         return [IsAuthenticated(), *([permission(needed)()] if needed else [])]
 
     def perform_create(self, serializer):
@@ -117,6 +122,12 @@ class RevisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except ValueError as exc:
             raise serializers.ValidationError({"revision": str(exc)}) from None
         return Response(ActivationSerializer(activation).data, status=status.HTTP_200_OK)
+
+    @extend_schema(request=BacktestSerializer)
+    @action(detail=True, methods=["post"])
+    def backtest(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
+        """This revision tried on the stored attempts matching the filters, synchronously (docs/leads.md)."""
+        return revision_backtest(self, request)
 
 
 class ActivationViewSet(viewsets.ReadOnlyModelViewSet):

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from api import nodes, notifications, rulesets, views
+from api import nodes, notifications, patterns, rulesets, views
 
 app_name = "api"
 
@@ -20,5 +20,6 @@ router.register("notification-rules", notifications.NotificationRuleViewSet, bas
 router.register("deliveries", notifications.DeliveryViewSet, basename="delivery")
 router.register("nodes", nodes.NodeViewSet, basename="node")
 router.register("drains", nodes.DrainViewSet, basename="drain")
+router.register("patterns", patterns.PatternViewSet, basename="pattern")
 
 urlpatterns = [path("analyze", views.AnalyzeView.as_view(), name="analyze"), *router.urls]

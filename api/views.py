@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from api.patterns import LeadSetSerializer, attempt_leads
 from api.permissions import permission
 from api.serializers import (
     AttemptAcceptedSerializer,
@@ -153,6 +154,13 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
         attempt = self.get_object()
         attempts.attempt_reanalyse(attempt=attempt)
         return accepted(attempt, request)
+
+    @extend_schema(request=None, responses={200: LeadSetSerializer})
+    @action(detail=True, methods=["get", "post"])
+    def leads(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
+        """The leads of the attempt's current diagnosis (docs/leads.md); POST computes them when the rules settled
+        it (triager role)."""
+        return attempt_leads(self, request)
 
 
 class DiagnosisViewSet(viewsets.ReadOnlyModelViewSet):

@@ -262,9 +262,54 @@ def seed(connection, attempts: int) -> dict:
         "auth_user",
     ]:
         cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+    began = time.perf_counter()
+    seed_patterns(cursor)
+    print(f"  failure patterns and leads written in {time.perf_counter() - began:.0f} s")
     cursor.execute("SET session_replication_role = DEFAULT")
     connection.commit()
     return {"large": sorted(large)}
+
+
+PATTERNS = 2_000  # templates among the leads of the attempts the rules did not settle
+
+
+def seed_patterns(cursor) -> None:
+    """The template store and the leads (docs/leads.md) of every unattributed or ambiguous attempt: three pattern
+    leads each, their templates drawn with a long tail (a few patterns lead many attempts, most lead a handful), and
+    the patterns' counts as the analyses keep them."""
+    cursor.execute("SELECT setseed(0.42)")
+    cursor.execute(
+        "INSERT INTO diagnoses_template (id, key, text, kind, stream, lines, normal_lines, attempts, first_seen, "
+        "last_seen, status) SELECT n, lpad(to_hex(n * 2654435761 %% 4294967296), 16, '0'), 'site-agent[<NUM>]: '"
+        " || 'probe ' || n || ' failed on <HOST>: error <NUM> at <PATH>', 'system', 'syslog', 10 * n, n %% 7, 0, "
+        "%s, %s, CASE WHEN n %% 10 = 0 THEN 'known' ELSE 'new' END FROM generate_series(1, %s) n",
+        [(NOW - timedelta(days=30)).isoformat(), NOW.isoformat(), PATTERNS],
+    )
+    cursor.execute(
+        "INSERT INTO diagnoses_leadset (diagnosis_id, attempt_id, requested, current, templates, computed) "
+        'SELECT current_diagnosis_id, id, false, true, %s, "end" FROM diagnoses_attempt '
+        "WHERE verdict_outcome IN ('unattributed', 'ambiguous') AND current_diagnosis_id IS NOT NULL",
+        [PATTERNS],
+    )
+    cursor.execute(
+        "INSERT INTO diagnoses_lead (lead_set_id, position, template_id, score, why, normal, node, stream, ref, text, "
+        "time, day_attempts) SELECT s.id, p, 1 + ((floor(%s * power(random(), 3))::int + p * 7) %% %s), "
+        "0.5 / p, 'error-like wording (failed); 1 line; on 1 of 8 nodes', 0, '', 'syslog', "
+        "'logs/node/syslog.log:' || p, 'site-agent[42]: probe failed', s.computed, NULL "
+        "FROM diagnoses_leadset s CROSS JOIN generate_series(1, 3) p",
+        [PATTERNS, PATTERNS],
+    )
+    cursor.execute(
+        "UPDATE diagnoses_template t SET attempts = c.n FROM (SELECT template_id, count(*) n FROM diagnoses_lead "
+        "GROUP BY 1) c WHERE c.template_id = t.id"
+    )
+    cursor.execute(
+        "INSERT INTO diagnoses_templatecluster (template_id, cluster_id, attempts) SELECT l.template_id, a.cluster_id, "
+        "count(*) FROM diagnoses_lead l JOIN diagnoses_leadset s ON s.id = l.lead_set_id JOIN diagnoses_attempt a "
+        "ON a.id = s.attempt_id GROUP BY 1, 2"
+    )
+    for table in ("diagnoses_template", "diagnoses_leadset", "diagnoses_lead", "diagnoses_templatecluster"):
+        cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
 
 
 def secondary_indexes(cursor, tables: list[str]) -> list[tuple[str, str]]:
@@ -357,6 +402,8 @@ def scenarios(connection, seeded: dict) -> list[tuple[str, str, list[str]]]:
     offenders = cursor.fetchall()
     cursor.execute("SELECT job_id FROM diagnoses_job ORDER BY id DESC OFFSET 1000 LIMIT 10")
     job_ids = [row[0] for row in cursor.fetchall()]
+    cursor.execute("SELECT key FROM diagnoses_template ORDER BY attempts DESC, id LIMIT 5")
+    patterns = [row[0] for row in cursor.fetchall()]
     week = (NOW - timedelta(days=7)).strftime("%Y-%m-%dT%H:%M")
     jobs = "/jobs/"
     return [
@@ -385,6 +432,9 @@ def scenarios(connection, seeded: dict) -> list[tuple[str, str, list[str]]]:
         ("list", "triage queue", ["/triage/"]),
         ("attempt", f"attempt page, {LARGE_NODES} nodes", [f"/attempts/{pk}/" for pk in seeded["large"]]),
         ("node", "node page", [f"/nodes/{cluster}/{name}/" for cluster, name, _ in offenders]),
+        ("patterns", "patterns page", ["/patterns/"]),
+        ("patterns", "patterns by last seen, known ones", ["/patterns/?order=recent", "/patterns/?status=known"]),
+        ("patterns", "a pattern's page", [f"/patterns/{key}/" for key in patterns]),
         ("other", "overview (30 days)", ["/"]),
         ("other", "/metrics (a Prometheus scrape)", ["/metrics"]),
     ]

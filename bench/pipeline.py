@@ -20,6 +20,9 @@ attempt.json differ (job ids). Per run it measures:
   and the difference of the two per attempt: what the store and Celery add outside the engine;
 - scaling: with runs of 1 and of 2 worker processes (``--workers 1 2``; repeat them, ``1 2 1 2``, on a shared
   machine), what the second process adds as a share of the first's attempts/s (best run of each; target >= 0.8);
+- the leads (docs/leads.md): the time an analysis task spends mining the attempt's templates and recording them and
+  its leads (``attempt_mine`` and the template store's writes), timed inside the same tasks: the task's time over its
+  time without them is the slowdown they cause (target <= 1.10);
 - a worker's memory: one worker analyses the attempts again and again (their diagnoses deleted between
   rounds) and reports its resident memory after 1,000 and after 10,000 analyses (``--memory``).
 
@@ -56,6 +59,7 @@ PIPELINE_TARGET = 50  # attempts/s per worker process
 RATIO_TARGET = 1.5  # pipeline / engine alone, per attempt
 SCALING_TARGET = 0.8  # what a second worker process adds, as a share of the first's attempts/s
 MEMORY_GROWTH_TARGET = 0.10
+LEADS_TARGET = 1.10  # an analysis task's time over its time without the leads' mining and store
 START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 
 
@@ -171,10 +175,25 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
     from celery.signals import task_postrun, task_prerun
     from django.db import connection
 
+    from diagnoses.services import analysis
     from triage.celery import app
 
     stats = redis.Redis.from_url(broker_url)
-    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "analyses": 0, "statements": 0}
+    clock = {"db": 0.0, "task": 0.0, "cpu": 0.0, "analyses": 0, "statements": 0, "leads": 0.0, "leads_cpu": 0.0}
+
+    def leads_timed(function):
+        def timed_call(*args, **kwargs):
+            began, cpu = time.perf_counter(), time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                clock["leads"] += time.perf_counter() - began
+                clock["leads_cpu"] += time.process_time() - cpu
+
+        return timed_call
+
+    analysis.attempt_mine = leads_timed(analysis.attempt_mine)
+    analysis._leads_record = leads_timed(analysis._leads_record)
 
     def timed(execute, sql, params, many, context):
         clock["statements"] += 1
@@ -189,6 +208,7 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         clock["task"] = time.perf_counter()
         clock["cpu"] = time.process_time()
         clock["db"] = 0.0
+        clock["leads"] = clock["leads_cpu"] = 0.0
         clock["statements"] = 0
         connection.execute_wrappers.append(timed)
 
@@ -202,6 +222,8 @@ def run_worker(broker_url: str, checkpoints: list[int]) -> None:
         pipe.incrbyfloat(f"{STATS_KEY}:{kind}:task", time.perf_counter() - clock["task"])
         pipe.incrbyfloat(f"{STATS_KEY}:{kind}:db", clock["db"])
         pipe.incrbyfloat(f"{STATS_KEY}:{kind}:cpu", time.process_time() - clock["cpu"])
+        pipe.incrbyfloat(f"{STATS_KEY}:{kind}:leads", clock["leads"])
+        pipe.incrbyfloat(f"{STATS_KEY}:{kind}:leads_cpu", clock["leads_cpu"])
         if task.name == ANALYSIS_TASK:  # the checkpoints count analyses, not the hand-off tasks each one queues
             clock["analyses"] += 1
             if clock["analyses"] in checkpoints:
@@ -371,6 +393,8 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> float:
     task_time = float(stats.get(f"{STATS_KEY}:analysis:task") or 0)  # the analyses' alone
     db_time = float(stats.get(f"{STATS_KEY}:analysis:db") or 0)
     task_cpu = float(stats.get(f"{STATS_KEY}:analysis:cpu") or 0)
+    leads_time = float(stats.get(f"{STATS_KEY}:analysis:leads") or 0)
+    leads_cpu = float(stats.get(f"{STATS_KEY}:analysis:leads_cpu") or 0)
     outcomes = {}
     for outcome in Attempt.objects.values_list("current_diagnosis__subdomain", flat=True):
         outcomes[outcome or "-"] = outcomes.get(outcome or "-", 0) + 1
@@ -401,6 +425,12 @@ def run(args, workdir: Path, sources: list[Path], workers: int) -> float:
           f"{per_task(stats, 'other', 'statements'):.1f} per other task (the hand-offs'; BEGIN and COMMIT not "
           f"counted); time in an analysis task {per_task(stats, 'analysis', 'task') * 1000:.1f} ms, in another "
           f"{per_task(stats, 'other', 'task') * 1000:.1f} ms")  # fmt: skip
+    if task_time:
+        print(f"  leads:                {leads_time / count * 1000:7.1f} ms per analysis task (mining and the template "
+              f"store); the task {task_time / count * 1000:.1f} ms, without them "
+              f"{(task_time - leads_time) / count * 1000:.1f} ms: slowdown {task_time / (task_time - leads_time):.3f} "
+              f"(target <= {LEADS_TARGET}); in CPU {leads_cpu / count * 1000:.1f} of {task_cpu / count * 1000:.1f} ms: "
+              f"{task_cpu / (task_cpu - leads_cpu):.3f}")  # fmt: skip
     print(f"  failed: {failed.count()} {reasons}; subdomains: {dict(sorted(outcomes.items()))}")
     return count / analysis
 

@@ -74,6 +74,10 @@ PLAN = (
     ("gke-ml", "nccl-timeouts-only", None, 4),
     ("gke-ml", "disk-full", None, 2),
 )
+# A failure the default pack has no rule for (a GPU overheating), recurring: three more attempts of it, the failure
+# pattern a new user sees on the patterns page and drafts a rule from (docs/leads.md). Planned after the attempts
+# above, with a random generator of its own, so that adding them left every other attempt as it was.
+RECURRING = ("dgx-a", "gpu-thermal-slowdown", 3, 4)  # cluster, kind, more attempts, nodes
 REQUEUED = "node-lost"  # Slurm requeues its job: a second attempt of the same job, which reaches its time limit
 
 
@@ -134,6 +138,17 @@ def plan_demo_set(seed: int, *, now: datetime) -> list[DemoAttempt]:
                     seed * 1000 + index + 500,
                 )
             )
+    cluster, kind, times, count = RECURRING
+    recurring = random.Random(f"demo-set-recurring:{seed}")
+    for index in range(times):
+        start = first + timedelta(seconds=recurring.uniform(0, (WINDOW - timedelta(hours=16)).total_seconds()))
+        nodes = _allocate(recurring, pools[cluster], count, None)
+        culprit = recurring.choice(nodes)
+        slurm_jobs[cluster] += recurring.randrange(150, 2600)
+        name = recurring.choice(JOB_NAMES)
+        seed_of = seed * 1000 + 900 + index
+        attempts.append(DemoAttempt(cluster, kind, str(slurm_jobs[cluster]), 0, nodes, start.replace(microsecond=0),
+                                    culprit, name, seed_of))  # fmt: skip
     return sorted(attempts, key=lambda a: a.start)
 
 

@@ -461,3 +461,109 @@ class EventCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.labels}: {self.value:g}"
+
+
+class Template(models.Model):
+    """A log template mined from the attempts' lines with error-like wording (docs/leads.md), and, as a failure
+    pattern, what people decided about it. Its ``key`` is a digest of its text (``leads.template_key``): the same
+    wording in any attempt, on any cluster, is the same template. Counts grow as attempts are analysed
+    (``diagnoses/services/leads.py``); ``attempts`` counts the attempts whose current leads include it."""
+
+    class Status(models.TextChoices):
+        NEW = "new", "new"
+        KNOWN = "known", "known, no rule wanted"
+
+    key = models.CharField(max_length=16, unique=True)
+    text = models.TextField(help_text="The template: its variable parts are <NUM>, <HOST>, <PATH>, ..., <*>")
+    kind = models.CharField(max_length=12, help_text="The stream kind it was first seen in (system, app, scheduler)")
+    stream = models.CharField(max_length=100, help_text="The stream it was first seen in")
+    lines = models.BigIntegerField(default=0, help_text="Lines of it in the attempts analysed")
+    normal_lines = models.BigIntegerField(
+        default=0, help_text="Of those, lines known to be normal (informational, a rule's context, a success)"
+    )
+    attempts = models.IntegerField(default=0, help_text="Attempts whose current leads include it")
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.NEW)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="patterns"
+    )
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed = models.DateTimeField(null=True, blank=True, help_text="When its status or assignee last changed")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["-attempts", "id"], condition=Q(attempts__gt=0), name="template_patterns"),
+            models.Index(fields=["-last_seen", "id"], condition=Q(attempts__gt=0), name="template_patterns_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.text[:80]}"
+
+
+class TemplateCluster(models.Model):
+    """How many attempts of one cluster have a template among their current leads (the patterns page's clusters)."""
+
+    template = models.ForeignKey(Template, on_delete=models.CASCADE, related_name="clusters")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    attempts = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["template", "cluster"], name="diagnoses_templatecluster_key")]
+
+
+class TemplateDay(models.Model):
+    """How many attempts first analysed on one day (UTC) had a template among their pattern leads (a new pattern's
+    notification: ``Lead.day_attempts``)."""
+
+    template = models.ForeignKey(Template, on_delete=models.CASCADE, related_name="days")
+    day = models.DateField()
+    attempts = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["template", "day"], name="diagnoses_templateday_key")]
+
+
+class LeadSet(models.Model):
+    """The leads of one diagnosis: computed when the rules did not settle the attempt, or when someone asked. What
+    the template store held when they were computed is kept with each lead (``Lead.normal``) and here (``templates``:
+    how many templates the store held; ``computed``)."""
+
+    PATTERN_LEADS = 3  # the leads whose templates make the attempt's failure patterns
+    KEPT = 5  # leads recorded per diagnosis
+
+    diagnosis = models.OneToOneField(Diagnosis, on_delete=models.CASCADE, related_name="lead_set")
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="lead_sets")
+    requested = models.BooleanField(default=False, help_text="Asked for on an attempt the rules settled")
+    current = models.BooleanField(default=True, help_text="Of the attempt's current diagnosis")
+    templates = models.IntegerField(help_text="Templates in the store when they were computed")
+    computed = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["attempt"], condition=Q(current=True), name="leadset_current")]
+
+
+class Lead(models.Model):
+    """One lead: a line no rule explains that may show the failure, its template and its score (docs/leads.md)."""
+
+    lead_set = models.ForeignKey(LeadSet, on_delete=models.CASCADE, related_name="leads")
+    position = models.PositiveSmallIntegerField(help_text="1 for the best")
+    template = models.ForeignKey(Template, on_delete=models.CASCADE, related_name="leads")
+    score = models.FloatField()
+    why = models.TextField()
+    normal = models.BigIntegerField(help_text="The template's normal lines in the store when it was scored")
+    node = models.CharField(max_length=255, blank=True)
+    stream = models.CharField(max_length=100)
+    ref = models.CharField(max_length=500, help_text="file:line in the bundle")
+    text = models.TextField()
+    time = models.DateTimeField(null=True, blank=True)
+    day_attempts = models.IntegerField(
+        null=True, blank=True, help_text="A first analysis's pattern lead: the pattern's attempts that day, this one's "
+        "included (a new pattern's notification fires when it reaches a rule's threshold)",
+    )  # fmt: skip
+
+    class Meta:
+        ordering = ["lead_set", "position"]
+        constraints = [models.UniqueConstraint(fields=["lead_set", "position"], name="diagnoses_lead_position")]

@@ -10,7 +10,21 @@ from itertools import islice
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from diagnoses import bundle_store
-from diagnoses.models import Attempt, Cluster, Diagnosis, Evidence, Job, Node, NodeEvent, Review, Source
+from diagnoses.models import (
+    Attempt,
+    Cluster,
+    Diagnosis,
+    Evidence,
+    Job,
+    Lead,
+    LeadSet,
+    Node,
+    NodeEvent,
+    Review,
+    Source,
+    Template,
+    TemplateCluster,
+)
 from engine.bundle import load_bundle
 from engine.context import AttemptContext
 from rules.engine_limits import bundle_limits
@@ -184,3 +198,67 @@ def _capped_lines(stream, cap: int):
             while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
                 pass
         yield line
+
+
+# Leads and failure patterns (docs/leads.md) --------------------------------------------------------------------
+
+PATTERN_ORDERS = {"attempts": ("-attempts", "id"), "recent": ("-last_seen", "id")}
+
+
+def lead_set_of(diagnosis: Diagnosis) -> LeadSet | None:
+    """The diagnosis's leads with their templates, or None."""
+    lead_set = LeadSet.objects.filter(diagnosis=diagnosis).first()
+    if lead_set is not None:
+        lead_set.lead_list = list(lead_set.leads.select_related("template").order_by("position"))
+    return lead_set
+
+
+def lead_of_attempt(*, attempt_id: int, lead_id: int) -> Lead | None:
+    """A lead of the attempt's current diagnosis (for the lines around it)."""
+    return (
+        Lead.objects.select_related("lead_set__diagnosis__attempt")
+        .filter(pk=lead_id, lead_set__attempt_id=attempt_id)
+        .first()
+    )
+
+
+def pattern_list(*, order: str = "attempts", status: str | None = Template.Status.NEW) -> QuerySet[Template]:
+    """The failure patterns: templates among the leads of at least one attempt now, by ``order`` (``attempts``: how
+    many attempts it would explain; ``recent``: last seen); ``status`` None for every status."""
+    patterns = Template.objects.filter(attempts__gt=0).select_related("assignee")
+    if status:
+        patterns = patterns.filter(status=status)
+    return patterns.order_by(*PATTERN_ORDERS.get(order, PATTERN_ORDERS["attempts"]))
+
+
+def pattern_get(key: str) -> Template | None:
+    return Template.objects.select_related("assignee").filter(key=key).first()
+
+
+def pattern_clusters(templates: list[Template]) -> dict[int, list[str]]:
+    """The clusters of each pattern's attempts, by template id, most attempts first."""
+    rows = (
+        TemplateCluster.objects.filter(template__in=templates, attempts__gt=0)
+        .order_by("template_id", "-attempts", "cluster__name")
+        .values_list("template_id", "cluster__name")
+    )
+    clusters: dict[int, list[str]] = {template.pk: [] for template in templates}
+    for template_id, name in rows:
+        clusters[template_id].append(name)
+    return clusters
+
+
+def pattern_leads(template: Template) -> QuerySet[Lead]:
+    """The current leads of the pattern's attempts (among their first ``PATTERN_LEADS``), newest attempts first."""
+    return (
+        Lead.objects.filter(
+            template=template, position__lte=LeadSet.PATTERN_LEADS, lead_set__current=True, lead_set__requested=False
+        )
+        .select_related("lead_set__attempt__cluster", "lead_set__attempt__job")
+        .order_by("-lead_set__attempt__end", "-lead_set__attempt_id")
+    )
+
+
+def pattern_attempt_ids(template: Template) -> list[int]:
+    """Every attempt of the pattern, newest first."""
+    return list(pattern_leads(template).values_list("lead_set__attempt_id", flat=True))

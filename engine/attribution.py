@@ -185,9 +185,10 @@ def _bound(event: Event, start: float, end: float) -> None:
 
 
 def _named_hosts(events: list[Event]) -> set[str]:
-    """Hosts the job's own words name as where it ran (``node_from``): a line of its own output, or a scheduler line
-    or event about its own job (a ``same_job`` filter held; a daemon's log or the cluster's events name every host). The scheduler's text knows where the job
-    ran even when the attempt's node list lacks the host (an elastic job, a requeue, a list written by hand)."""
+    """Hosts the job's own words name as where it ran (``node_from``): a line of its own output, or a scheduler
+    line or event about its own job (a ``same_job`` filter held; a daemon's log or the cluster's events name every
+    host). The scheduler's text knows where the job ran even when the attempt's node list lacks the host (an
+    elastic job, a requeue, a list written by hand)."""
     named = set()
     for event in events:
         rule = event.rule

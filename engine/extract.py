@@ -17,7 +17,7 @@ from engine.context import AttemptContext, LogStream
 from engine.events import Event
 from engine.flight_recorder.attempt import AttemptDumps
 from engine.limits import DEFAULT_LIMITS, Interrupt, Limits
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.normalise import Clock
 from engine.placement import anchor_by_killed_processes
 from engine.ruleset import RuleSet

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 from engine.context import Attempt
 from engine.events import Event
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.ruleset import Rule
 
 PORT = re.compile(r"^\[?(?P<host>[^\]<>\s]+?)\]?(?:<\d+>|:\d+)?[,.;:]*$")  # 10.0.0.5<34567>, [10.0.0.5]:31567

@@ -9,7 +9,7 @@ from engine.context import AttemptContext
 from engine.events import Event
 from engine.flight_recorder.attempt import AttemptDumps
 from engine.matching import event_node, line_patterns, stream_mismatch
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.ruleset import Rule
 
 

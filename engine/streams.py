@@ -19,7 +19,7 @@ from engine.context import LogStream
 from engine.events import Event
 from engine.limits import Interrupt, Limits
 from engine.matching import LinePattern, event_node, line_patterns, stream_mismatch
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.normalise import AUDIT_ANCHOR, BOOT_START, RAW_RANK, RTC_ANCHOR, BootClock, Clock, Parsed, line_rank
 from engine.normalise import parse_line as normalise
 from engine.placement import Placement, place, resolve

@@ -35,6 +35,7 @@ class NotificationRule(models.Model):
         DIAGNOSIS = "diagnosis", "a diagnosis is recorded"
         REPEAT_OFFENDER = "repeat_offender", "a node becomes a repeat offender"
         BACKLOG = "backlog", "the triage backlog passes a threshold"
+        PATTERN = "pattern", "a new failure pattern leads a threshold of attempts in a day"
 
     class Channel(models.TextChoices):
         WEBHOOK = "webhook", "webhook (JSON)"
@@ -54,7 +55,9 @@ class NotificationRule(models.Model):
     subdomains = models.JSONField(default=list, blank=True, help_text="Subdomains that match (empty: any)")
     clusters = models.JSONField(default=list, blank=True, help_text="Cluster names that match (empty: any)")
     backlog_threshold = models.PositiveIntegerField(
-        default=0, help_text="For the backlog trigger: notify when more attempts than this wait for triage"
+        default=0,
+        help_text="For the backlog trigger: notify when more attempts than this wait for triage; for the pattern "
+        "trigger: when a new failure pattern leads this many attempts in a day (docs/leads.md)",
     )
     channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.WEBHOOK)
     url_env = models.CharField(max_length=200, blank=True, help_text="The environment variable holding the URL")
@@ -89,8 +92,8 @@ class NotificationRule(models.Model):
                 errors["url_env"] = "the e-mail channel has no URL"
         elif bool(self.url_env) == bool(self.url_file):
             errors["url_env"] = "name exactly one of url_env (an environment variable) and url_file (a file)"
-        if self.trigger == self.Trigger.BACKLOG and self.backlog_threshold < 1:
-            errors["backlog_threshold"] = "the backlog trigger needs a threshold of at least 1"
+        if self.trigger in (self.Trigger.BACKLOG, self.Trigger.PATTERN) and self.backlog_threshold < 1:
+            errors["backlog_threshold"] = f"the {self.trigger} trigger needs a threshold of at least 1"
         if errors:
             raise ValidationError(errors)
 

@@ -13,7 +13,18 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from connectors.base import UnusableKind, connector_class
-from diagnoses.models import Attempt, Cluster, Diagnosis, EventCount, Node, Source, VerdictDay, VerdictNodeDay
+from diagnoses.models import (
+    Attempt,
+    Cluster,
+    Diagnosis,
+    EventCount,
+    Lead,
+    Node,
+    Source,
+    Template,
+    VerdictDay,
+    VerdictNodeDay,
+)
 from handoffs.models import Delivery, Drain, DrainPolicy, Incident, NotificationRule
 
 NOT_DIAGNOSED = "none"  # the outcome label of an attempt without a diagnosis yet
@@ -236,3 +247,13 @@ def node_inventory(*, since: datetime) -> QuerySet[Node]:
 
 def _count(rows: QuerySet) -> Coalesce:
     return Coalesce(Subquery(rows.annotate(count=Count("pk")).values("count")), 0)
+
+
+def pattern_leads_counted(diagnosis: Diagnosis) -> list:
+    """The leads of a first diagnosis that counted it into a new (not known) pattern's day (``Lead.day_attempts``),
+    with their templates."""
+    return list(
+        Lead.objects.select_related("template")
+        .filter(lead_set__diagnosis=diagnosis, day_attempts__isnull=False, template__status=Template.Status.NEW)
+        .order_by("position")
+    )

@@ -26,6 +26,7 @@ def diagnosis_handoffs(diagnosis_id: int) -> None:
             return
         offenders = selectors.diagnosis_repeat_offenders(diagnosis)
         notifications.diagnosis_notify(diagnosis=diagnosis, offenders=offenders)
+        notifications.pattern_notify(diagnosis=diagnosis)
         for node, count in offenders:
             drains.drain_propose_repeat_offender(node=node, count=count)
 

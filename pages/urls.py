@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview, search, uploads
+from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview, patterns, search, uploads
 
 app_name = "pages"
 
@@ -20,6 +20,10 @@ urlpatterns = [
     path("attempts/<int:pk>/bundle.tar.gz", attempts.attempt_bundle, name="attempt-bundle"),
     path("attempts/<int:pk>/evidence/<int:evidence_id>/context", attempts.evidence_context, name="evidence-context"),
     path("attempts/<int:pk>/events/<int:event_id>/context", attempts.event_context, name="event-context"),
+    path("attempts/<int:pk>/leads/<int:lead_id>/context", attempts.lead_context, name="lead-context"),
+    path("attempts/<int:pk>/leads", attempts.attempt_leads, name="attempt-leads"),
+    path("patterns/", patterns.pattern_list, name="pattern-list"),
+    path("patterns/<str:key>/", patterns.pattern_detail, name="pattern-detail"),
     path("triage/", lists.triage_queue, name="triage-queue"),
     path("search/", search.search, name="search"),
     path("nodes/", nodes.node_list, name="node-list"),

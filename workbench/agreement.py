@@ -1,4 +1,4 @@
-"""How diagnoses agree with what people said they should be (pure: plain dicts in, plain dicts out).
+"""How diagnoses agree with what people said they should be (plain dicts in, plain dicts out).
 
 An *expectation* is ``{"outcome", "domain", "subdomain", "nodes"}``: a regression case's, a human
 review's, or an evaluation set's ``expected.json``. A *diagnosis* is the engine's document
@@ -7,19 +7,14 @@ review's, or an evaluation set's ``expected.json``. A *diagnosis* is the engine'
 
 from __future__ import annotations
 
+from diagnoses.trials import verdict_key
+
 OUTCOMES = ("attributed", "ambiguous", "unattributed")
 
 
 def key(document: dict) -> dict:
-    """The parts of a diagnosis that a change or a review is about."""
-    root = document.get("root_cause") or {}
-    return {
-        "outcome": document["outcome"],
-        "domain": document.get("domain"),
-        "subdomain": document.get("subdomain"),
-        "rule": root.get("rule"),
-        "nodes": sorted(root.get("nodes") or ()),
-    }
+    """The parts of a diagnosis that a change or a review is about (``diagnoses.trials.verdict_key``)."""
+    return verdict_key(document)
 
 
 def differences(expected: dict, document: dict) -> list[str]:

@@ -22,10 +22,12 @@ from diagnoses.outages import AnalysisInterrupted, outage_of
 from diagnoses.services import event_counts
 from diagnoses.services.attempts import attempt_enqueue, nodes_ensure
 from diagnoses.services.gathering import attempt_gather
+from diagnoses.services.leads import attempt_mine, leads_current, leads_record
 from diagnoses.services.verdicts import attempt_verdict_update
 from diagnoses.signals import diagnosis_recorded_send
 from engine import Analysis, to_json
 from engine.bundle import BundleError
+from leads import Mined
 from rules.engine_limits import bundle_limits
 from rules.models import RuleSetRevision
 from rules.selectors import revision_engine
@@ -60,7 +62,9 @@ def attempt_analyse(
         return None
     if attempt.done is not None:
         done = Diagnosis.objects.get(pk=attempt.done)
-        _mark_analysed(attempt, done)
+        with transaction.atomic():
+            _mark_analysed(attempt, done)
+            leads_current(attempt_id=attempt.pk, diagnosis_id=done.pk)
         return done
     now = timezone.now()
     claimable = Attempt.objects.filter(pk=attempt.pk)
@@ -118,7 +122,9 @@ def _analyse_claimed(attempt: Attempt, revision: RuleSetRevision, *, final: bool
             logger.exception("analysis of attempt %s failed", attempt.pk)
             attempt_fail(attempt=attempt, reason=f"the analysis failed: {type(exc).__name__}: {exc}")
             return None
-    return diagnosis_record(attempt=attempt, revision=revision, analysis=analysis)
+        settled = analysis.diagnosis["outcome"] == "attributed"
+        mined = attempt_mine(context=context, events=analysis.events, settled=settled)
+    return diagnosis_record(attempt=attempt, revision=revision, analysis=analysis, mined=mined)
 
 
 def attempt_fail(*, attempt: Attempt, reason: str) -> None:
@@ -143,11 +149,14 @@ def _mark_analysed(attempt: Attempt, diagnosis: Diagnosis, root_nodes: dict[str,
     )  # fmt: skip
 
 
-def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis) -> Diagnosis:
+def diagnosis_record(
+    *, attempt: Attempt, revision: RuleSetRevision, analysis: Analysis, mined: Mined | None = None
+) -> Diagnosis:
     """Store the diagnosis, its evidence, node events and Flight Recorder summary, and make it the attempt's current
-    one with its verdict of record, in one transaction (or return the one stored); a new one is announced in that
-    transaction (``diagnoses.signals.diagnosis_recorded``) and counted (``event_counts``: the analysis, and for the
-    attempt's first diagnosis the time it took)."""
+    one with its verdict of record, in one transaction (or return the one stored); with the attempt's ``mined``
+    templates, count them into the template store and record its leads (``services/leads.py``) in that transaction.
+    A new one is announced in that transaction (``diagnoses.signals.diagnosis_recorded``) and counted
+    (``event_counts``: the analysis, and for the attempt's first diagnosis the time it took)."""
     document = analysis.diagnosis
     root = document["root_cause"] or {}
     text_cap = revision_engine(revision).ruleset.settings.text_cap
@@ -207,6 +216,8 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             root_nodes = {nodes[name].name: nodes[name].pk for name in root.get("nodes", ())}  # the stored names
             _mark_analysed(attempt, diagnosis, root_nodes)
             first = attempt.current_diagnosis_id is None
+            if mined is not None:
+                _leads_record(diagnosis, mined, first)
             diagnosis_recorded_send(diagnosis.pk, first=first)
             event_counts.events_count(*event_counts.diagnosis_recorded(attempt, diagnosis, first=first))
     except IntegrityError:
@@ -215,6 +226,15 @@ def diagnosis_record(*, attempt: Attempt, revision: RuleSetRevision, analysis: A
             raise
         _mark_analysed(attempt, diagnosis)  # analysed concurrently: already done
     return diagnosis
+
+
+def _leads_record(diagnosis: Diagnosis, mined: Mined, first: bool) -> None:
+    """The leads in a savepoint of their own: a failure there is logged, never a failed analysis."""
+    try:
+        with transaction.atomic():
+            leads_record(diagnosis=diagnosis, mined=mined, first=first)
+    except Exception:
+        logger.exception("recording the leads of diagnosis %s failed", diagnosis.pk)
 
 
 EVENT_COLUMNS = ("diagnosis_id", "node_id", "time", "time_approx", "time_low", "time_high", "source", "kind", "rule",

@@ -380,6 +380,9 @@ def test_an_analysis_reads_once_and_records_in_one_transaction(attempt, django_c
         "INSERT diagnoses_attempt_verdict_nodes",  # no verdict before: no links to read
         "INSERT diagnoses_verdictday",
         "INSERT diagnoses_verdictnodeday",
+        "SAVEPOINT",  # the template store (docs/leads.md), in its own savepoint: attributed, so no leads
+        "INSERT diagnoses_template",
+        "RELEASE",
         "SAVEPOINT",  # the hand-offs' note (a receiver of diagnosis_recorded), in its own savepoint
         "INSERT handoffs_pendinghandoff",
         "RELEASE",
@@ -413,6 +416,11 @@ def test_a_re_analysis_reads_the_verdict_it_replaces(attempt, django_capture_on_
         *RECORDING,
         "SELECT diagnoses_attempt_verdict_nodes",  # the verdict's nodes before: unchanged, nothing to write
         "INSERT diagnoses_eventcount",  # the analysis counted; the verdict did not move
+        "INSERT diagnoses_verdictday",  # its latency moved; its nodes' row did not
+        "SAVEPOINT",  # the template store: the templates there, not counted again; any leads before retired
+        "INSERT diagnoses_template",
+        "SELECT diagnoses_leadset",
+        "RELEASE",
         "RELEASE",  # a re-analysis hands nothing off
     ]
     assert queued == []

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.normalise import Clock
 from engine.tests.bundles import default_engine
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine.context import Attempt, LogStream
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.normalise import Clock
 from engine.tests.bundles import default_engine
 from engine.tests.real_lines import REAL_LINES

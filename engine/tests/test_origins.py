@@ -1,6 +1,6 @@
 """The origin of a cascade from its structure: the peers the other nodes' errors name (docs/rules.md, "Origins")."""
 
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.origins import resolve
 from engine.tests.bundles import diagnose_bundle, write_bundle
 

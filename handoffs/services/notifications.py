@@ -88,6 +88,24 @@ def diagnosis_notify(*, diagnosis: Diagnosis, offenders: list[tuple[Node, int]])
     return incidents
 
 
+def pattern_notify(*, diagnosis: Diagnosis) -> list[Incident]:
+    """The notifications of a new failure pattern (docs/leads.md): for each pattern this first diagnosis leads with,
+    still new (not known), whose attempts that day reach a pattern rule's threshold with this one
+    (``Lead.day_attempts``: one diagnosis a day reaches each count, so each rule hears of a pattern once a day)."""
+    rules = selectors.rules_enabled(Trigger.PATTERN)
+    if not rules:
+        return []
+    incidents = []
+    for lead in selectors.pattern_leads_counted(diagnosis):
+        item = pattern_item(lead, diagnosis)
+        incidents += [
+            incident_add(rule=rule, item=item)
+            for rule in rules
+            if lead.day_attempts == rule.backlog_threshold and rule_matches(rule, item)
+        ]
+    return incidents
+
+
 def backlog_notify() -> list[Incident]:
     """The notifications of a triage backlog past a rule's threshold (in the rule's clusters, or all)."""
     rules = selectors.rules_enabled(Trigger.BACKLOG)
@@ -147,6 +165,23 @@ def offender_item(diagnosis: dict, *, node: str, count: int) -> dict:
         "text": f"node {node} on {diagnosis['cluster']} was the root cause of {count} attempts in {days} days",
         "url": page_url(reverse("pages:node-detail", args=[diagnosis["cluster"], node])),
         "subject": f"{diagnosis['cluster']}/{node}",
+    }
+
+
+def pattern_item(lead, diagnosis: Diagnosis) -> dict:
+    template = lead.template
+    cluster = diagnosis.attempt.cluster.name
+    return {
+        "kind": "pattern",
+        "cluster": cluster,
+        "pattern": template.key,
+        "template": template.text,
+        "attempts_today": lead.day_attempts,
+        "attempts": template.attempts,
+        "text": f"new failure pattern {template.key} led {lead.day_attempts} attempts today (latest on {cluster}): "
+        f"{template.text[:200]}",
+        "url": page_url(reverse("pages:pattern-detail", args=[template.key])),
+        "subject": f"pattern/{template.key}",
     }
 
 

@@ -1,6 +1,7 @@
 """An attempt's page (its verdict of record, the diagnosis, the timeline, the evidence trail with the lines around
 each piece, the reviews and the review form) and its actions: review (the form, or "this one" on a candidate),
-withdraw a review, the diagnosis JSON, the bundle, gather again."""
+withdraw a review, the diagnosis JSON, the bundle, gather again; its leads (docs/leads.md: the lines no rule knows yet,
+each opening its surrounding lines like the evidence) and asking for them on an attempt the rules settled."""
 
 from datetime import timedelta
 
@@ -16,8 +17,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from diagnoses import bundle_store
 from diagnoses import selectors as diagnoses_selectors
-from diagnoses.models import Attempt, Evidence, NodeEvent
-from diagnoses.services import gathering, reviews
+from diagnoses.models import Attempt, Evidence, Lead, NodeEvent
+from diagnoses.services import gathering, leads, reviews
 from pages import selectors, timeline
 from pages.forms import ReviewForm
 from rules.actions import action_meaning
@@ -113,6 +114,8 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
     causes = [document["root_cause"]] if document["root_cause"] else document["candidates"]
     actions = dict.fromkeys(cause["action"] for cause in causes if cause.get("action"))
     context.update(
+        lead_set=diagnoses_selectors.lead_set_of(diagnosis),
+        may_request_leads=may_review,
         document=document,
         actions=[(action, action_meaning(action)) for action in actions],
         evidence=evidence,
@@ -163,11 +166,35 @@ def event_context(request, pk: int, event_id: int):
     return _line_context(request, selectors.event_of_attempt(attempt_id=pk, event_id=event_id))
 
 
-def _line_context(request, item: Evidence | NodeEvent | None):
+@login_required
+@require_GET
+def lead_context(request, pk: int, lead_id: int):
+    """The bundle's lines around a lead."""
+    lead = diagnoses_selectors.lead_of_attempt(attempt_id=pk, lead_id=lead_id)
+    return _line_context(request, lead, lead.lead_set.diagnosis.attempt if lead else None)
+
+
+@login_required
+@require_POST
+def attempt_leads(request, pk: int):
+    """Compute the leads of an attempt the rules settled (a triager's request)."""
+    if not request.user.has_perm(REVIEW_PERMISSION):
+        raise PermissionDenied
+    attempt = _attempt_or_404(pk)
+    found = leads.leads_request(attempt=attempt)
+    if found is None:
+        messages.error(request, "This attempt has no diagnosis yet: no leads.")
+    else:
+        messages.success(request, f"{found.leads.count()} leads found.")
+    return redirect(reverse("pages:attempt-detail", args=[pk]) + "#leads")
+
+
+def _line_context(request, item: Evidence | NodeEvent | Lead | None, attempt: Attempt | None = None):
     """The lines around ``item``'s line in the attempt's bundle, the line itself marked."""
     if item is None:
         raise Http404("no such line for this attempt")
-    lines = diagnoses_selectors.bundle_excerpt(attempt=item.diagnosis.attempt, ref=item.ref, context=20)
+    attempt = attempt or item.diagnosis.attempt
+    lines = diagnoses_selectors.bundle_excerpt(attempt=attempt, ref=item.ref, context=20)
     line = item.ref.rpartition(":")[2]
     context = {"item": item, "lines": lines, "line": int(line) if line.isdigit() else None}
     return render_partial(request, "pages/attempt_detail.html", "evidence-context", context)

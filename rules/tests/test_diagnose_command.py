@@ -86,3 +86,35 @@ def test_without_a_database_it_loads_neither_the_apps_nor_celery(tmp_path, write
     assert done.returncode == 0, done.stderr
     assert done.stdout == diagnose_command(bundle).stdout
     assert done.stderr.splitlines()[-1] == "loaded: "
+
+
+UNKNOWN_WORDING = {
+    "node03/syslog.log": [
+        "Nov  2 10:14:07 node03 fabricd[311]: port 4 of switch sw-7 wedged: credit loop failure on lane 3",
+        "Nov  2 10:14:09 node03 systemd[1]: Started session 4.",
+    ]
+}
+
+
+def test_leads_option_adds_the_leads_and_leaves_the_rest_as_it_was(tmp_path, write_bundle, diagnose_command):
+    bundle = str(write_bundle(tmp_path, logs=UNKNOWN_WORDING))
+    plain = diagnose_command(bundle)
+    with_leads = diagnose_command(bundle, "--leads")
+    assert with_leads.returncode == 0, with_leads.stderr
+    result = json.loads(with_leads.stdout)
+    leads = result.pop("leads")
+    assert result == json.loads(plain.stdout)
+    assert "leads" not in json.loads(plain.stdout)
+    assert leads[0]["text"].endswith("credit loop failure on lane 3")
+    assert {k: leads[0][k] for k in ("node", "stream", "file", "line")} == {
+        "node": "node03",
+        "stream": "syslog",
+        "file": "logs/node03/syslog.log",
+        "line": 1,
+    }
+    assert leads[0]["score"] > 0
+    assert "failed" in leads[0]["why"]
+    assert diagnose_command(bundle, "--leads").stdout == with_leads.stdout
+    text = diagnose_command(bundle, "--leads", "--format", "text").stdout
+    assert "Leads (lines no rule knows yet)" in text
+    assert "logs/node03/syslog.log:1" in text

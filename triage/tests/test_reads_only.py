@@ -30,7 +30,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 import connectors.gather
 from access.roles import TRIAGER
 from connectors.base import KINDS, connector_class
-from diagnoses.models import Attempt, Diagnosis, Evidence, NodeEvent
+from diagnoses.models import Attempt, Diagnosis, Evidence, Lead, NodeEvent
 from diagnoses.services import discovery, gathering, reviews
 from handoffs.models import Delivery, Drain, Incident, NotificationRule
 from rules import services as rule_services
@@ -65,10 +65,23 @@ QUERIES = {
 
 
 @pytest.fixture
-def stored(make_bundle, store, person, folder_cluster, tmp_path, django_capture_on_commit_callbacks):
-    """One of everything: an analysed and reviewed attempt kept as a regression case, a draft revision, a
-    finished backtest, and a cluster watching a folder whose attempt is discovered but not gathered."""
+def stored(make_bundle, write_bundle, store, person, folder_cluster, tmp_path, django_capture_on_commit_callbacks):
+    """One of everything: an analysed and reviewed attempt kept as a regression case, an attempt no rule explains
+    (its leads, their failure pattern), a draft revision, a finished backtest, and a cluster watching a folder whose
+    attempt is discovered but not gathered."""
     attempt = store(make_bundle(job_id="1"))
+    unknown = store(
+        write_bundle(
+            tmp_path / "unknown",
+            job_id="3",
+            logs={
+                "node01/syslog.log": [
+                    "Nov  2 10:14:07 node01 fabricd[311]: port 4 of switch sw-7 wedged: credit loop failure on lane 3"
+                ]
+            },
+        )
+    )
+    lead = Lead.objects.get(lead_set__attempt=unknown, position=1)
     triager = person(TRIAGER)
     review = reviews.review_create(diagnosis=attempt.current_diagnosis, reviewer=triager, verdict="confirmed")
     case_promote(attempt=attempt, user=triager)
@@ -101,6 +114,7 @@ def stored(make_bundle, store, person, folder_cluster, tmp_path, django_capture_
         "diagnosis": Diagnosis.objects.first(),
         "activation": Activation.objects.first(),
         "drain": drain,
+        "lead": lead,
     }
 
 
@@ -118,6 +132,8 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
         "evidence_id": stored["evidence"].pk,
         "event_id": stored["event"].pk,
         "review_id": stored["review"].pk,
+        "lead_id": stored["lead"].pk,
+        "key": stored["lead"].template.key,
         "cluster": stored["attempt"].cluster.name,
         "number": stored["draft"].number,
     }
@@ -128,7 +144,7 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
         values["pk"] = stored["run"].pk
         values["name"] = "default"
     else:
-        values["pk"] = stored["attempt"].pk
+        values["pk"] = stored["lead"].lead_set.attempt_id if name == "lead-context" else stored["attempt"].pk
         values["name"] = stored["evidence"].node.name
     return {key: values[key] for key in names}
 

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from engine import Engine, load_rules, parse_ruleset
 from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent
-from engine.nodes import NodeNames
+from engine.node_names import NodeNames
 from engine.normalise import Clock
 from rules.revisions import pack_text
 from workbench.explorer import explore

@@ -70,7 +70,7 @@ def editor(request, name: str):
         "files": _matching(files, q, rule),
         "rule_total": sum(len(file.rules) for file in files),
         "rule_ids": sorted(r.id for file in files for r in file.rules),
-        **_check(ruleset.name, text, base=base, rule=rule),
+        **rule_check(ruleset.name, text, base=base, rule=rule),
     }
     return render_page(request, "workbench/editor.html", context, partials=("editor-outline",), status=status)
 
@@ -87,7 +87,7 @@ def editor_check(request, name: str):
         rule = rule_find(outline(base.text), rule_id) if base else None
         if rule is None:
             raise Http404(f"no rule {rule_id!r} to check in {base or ruleset.name}")
-    context = _check(ruleset.name, _lines(request.POST.get("text", "")), base=base, rule=rule)
+    context = rule_check(ruleset.name, _lines(request.POST.get("text", "")), base=base, rule=rule)
     return render_partial(request, "workbench/editor.html", "editor-errors", context)
 
 
@@ -102,7 +102,7 @@ def _lines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _check(name: str, text: str, *, base: RuleSetRevision | None, rule: RuleSpan | None) -> dict:
+def rule_check(name: str, text: str, *, base: RuleSetRevision | None = None, rule: RuleSpan | None = None) -> dict:
     """The editor's validation. ``text`` is what the editor holds: the whole text, or with ``rule`` that rule's
     lines, checked in ``base``'s text. Every error of the loader, by its line in the whole text; those in the
     editor are marked there."""
