@@ -462,9 +462,9 @@ def _roles_after_module(django_db_blocker):
 
 
 @pytest.fixture
-def browser_roles(transactional_db, _roles_after_module):
-    """For the browser tests (transactional: the live server's thread sees committed rows only): the role
-    groups, which an earlier transactional test's flush removed, now and for the tests after the module."""
+def transactional_roles(transactional_db, _roles_after_module):
+    """For transactional tests (the browser's: the live server's thread sees committed rows only; the commands'):
+    the role groups, which an earlier transactional test's flush removed, now and for the tests after the module."""
     _roles_ensure()
 
 

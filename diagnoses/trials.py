@@ -35,7 +35,8 @@ def revision_tried(*, revision: RuleSetRevision, attempts: list[Attempt]) -> lis
     for attempt in attempts:
         before = verdict_key(attempt.current_diagnosis.document if attempt.current_diagnosis else None)
         try:
-            after = verdict_key(engine.diagnose(attempt_context(attempt), limits=bundle_limits()))
+            with attempt_context(attempt) as context:
+                after = verdict_key(engine.diagnose(context, limits=bundle_limits()))
         except Exception as exc:  # the caller shows why the attempt could not be diagnosed
             rows.append({"attempt": attempt, "failure": f"{type(exc).__name__}: {exc}"})
             continue

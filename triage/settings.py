@@ -111,6 +111,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("FAULTLINE_LOGIN_LOCKOUT_MINUTES",
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+AXES_VERBOSE = False  # no banner on every command's stderr, no line per sign-in: the admin lists them
 AXES_IPWARE_META_PRECEDENCE_ORDER = env_list(
     "FAULTLINE_CLIENT_IP_HEADERS", ["REMOTE_ADDR"]
 )  # behind a proxy: its header

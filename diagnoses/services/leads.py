@@ -50,7 +50,8 @@ def leads_request(*, attempt: Attempt) -> LeadSet | None:
         return existing
     events = diagnosis.events.values_list("ref", "text", "role")
     explained = Explained.of((ref, text, role in NORMAL_ROLES) for ref, text, role in events)
-    mined = mine(attempt_context(attempt), explained, settled=diagnosis.outcome == Diagnosis.Outcome.ATTRIBUTED)
+    with attempt_context(attempt) as context:
+        mined = mine(context, explained, settled=diagnosis.outcome == Diagnosis.Outcome.ATTRIBUTED)
     with transaction.atomic():
         existing = LeadSet.objects.filter(diagnosis=diagnosis).first()
         if existing is not None:

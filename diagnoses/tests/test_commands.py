@@ -117,7 +117,7 @@ def test_load_demo_ingests_the_demo_data_set_once():
     assert "demo scheduler" in output
 
 
-def test_the_demo_login_keeps_its_password_from_start_to_start(settings, tmp_path):
+def test_the_demo_login_keeps_its_password_from_start_to_start(settings, tmp_path, transactional_roles):
     """``make run`` calls demo_login at each start: the same password (kept in <var>/demo_password, its owner's only)
     and the same session hash, so nobody is signed out; --reset makes a new one; a password changed since is left
     alone and not shown."""

@@ -36,7 +36,7 @@ FAULTS = ("kill the worker", "restart redis", "terminate database connections")
 
 
 @pytest.fixture
-def stack(tmp_path, bundle_root, browser_roles):  # browser_roles: the role groups of transactional tests
+def stack(tmp_path, bundle_root, transactional_roles):  # transactional_roles: the role groups of transactional tests
     if connection.vendor != "postgresql":
         pytest.skip("the processes share the test database: it needs PostgreSQL")
     if not (port_free(REDIS_PORT) and port_free(WEB_PORT)):

@@ -114,7 +114,7 @@ def test_a_permanent_connector_error_fails_the_attempt_with_the_reason(discovere
     discovered.refresh_from_db()
     assert discovered.analysis_state == "failed"
     assert discovered.analysis_error == (
-        "gathering the context failed: 'nowhere' is not a scheduler connector here (choose slurm, kueue, folder)"
+        "gathering the context failed: 'nowhere' is not a scheduler connector here (choose slurm, kueue, folder, demo)"
     )
     assert (discovered.gathered, Diagnosis.objects.exists()) == (None, False)
 
@@ -415,12 +415,11 @@ def test_a_re_analysis_reads_the_verdict_it_replaces(attempt, django_capture_on_
         "SAVEPOINT",
         *RECORDING,
         "SELECT diagnoses_attempt_verdict_nodes",  # the verdict's nodes before: unchanged, nothing to write
-        "INSERT diagnoses_eventcount",  # the analysis counted; the verdict did not move
-        "INSERT diagnoses_verdictday",  # its latency moved; its nodes' row did not
         "SAVEPOINT",  # the template store: the templates there, not counted again; any leads before retired
         "INSERT diagnoses_template",
         "SELECT diagnoses_leadset",
         "RELEASE",
+        "INSERT diagnoses_eventcount",  # the analysis counted; the verdict did not move, so no rollup row moves
         "RELEASE",  # a re-analysis hands nothing off
     ]
     assert queued == []

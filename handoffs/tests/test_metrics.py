@@ -443,7 +443,7 @@ def read_as_counters(expressions: list[str]) -> set[str]:
 
 @pytest.mark.prometheus
 def test_a_real_prometheus_sees_no_counter_of_the_dashboard_go_down_through_the_day(
-    live_server, settings, browser_roles, recent, store, person, webhook_receiver, monkeypatch, own_prometheus
+    live_server, settings, transactional_roles, recent, store, person, webhook_receiver, monkeypatch, own_prometheus
 ):
     """A Prometheus server scrapes the live server every second while the operator's day happens; after each step the
     test waits for a scrape of it. Then: every series the dashboard reads as a counter is one in /metrics and never

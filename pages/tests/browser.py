@@ -1,8 +1,11 @@
-"""What the browser tests share: signing a page in at the live server."""
+"""What the browser tests share: signing a page in at the live server, and typing into a rule editor."""
 
 import re
 
 from playwright.sync_api import Page, expect
+
+# The whole text of the page's rule editor (CodeMirror, over the text area it keeps in step), as typing would set it.
+SET_TEXT = "text => document.querySelector('.CodeMirror').CodeMirror.setValue(text)"
 
 
 def sign_in(page: Page, live_server, username: str, password: str) -> None:

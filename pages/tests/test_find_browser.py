@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 from access.roles import VIEWER
 from pages.tests.browser import sign_in
 
-pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
+pytestmark = [pytest.mark.usefixtures("transactional_roles"), pytest.mark.browser]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 from access.roles import VIEWER
 from pages.tests.test_browser import shoot, sign_in
 
-pytestmark = pytest.mark.usefixtures("browser_roles")  # transactional: the live server sees committed rows only
+pytestmark = pytest.mark.usefixtures("transactional_roles")  # transactional: the live server sees committed rows only
 STRAGGLER = Path(__file__).resolve().parents[2] / "engine" / "flight_recorder" / "tests" / "dumps" / "straggler"
 
 

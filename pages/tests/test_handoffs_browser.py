@@ -17,7 +17,7 @@ from diagnoses.models import Cluster
 from handoffs.models import Drain
 from pages.tests.browser import sign_in
 
-pytestmark = pytest.mark.usefixtures("browser_roles")  # transactional: the live server sees committed rows only
+pytestmark = pytest.mark.usefixtures("transactional_roles")  # transactional: the live server sees committed rows only
 SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))
 
 

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from access.roles import RULE_EDITOR
 from diagnoses.models import Attempt
 
-pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
+pytestmark = [pytest.mark.usefixtures("transactional_roles"), pytest.mark.browser]
 
 WIDE, NARROW = {"width": 1280, "height": 800}, {"width": 800, "height": 900}
 

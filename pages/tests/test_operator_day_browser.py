@@ -24,7 +24,7 @@ from handoffs.models import Drain
 from pages.tests.browser import sign_in
 from pages.tests.test_operator_browser import NARROW, OVERFLOWING, WIDE
 
-pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
+pytestmark = [pytest.mark.usefixtures("transactional_roles"), pytest.mark.browser]
 SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))
 PADDING_BYTES = 12 << 20  # incompressible: the archive is as large, and its upload takes seconds when throttled
 
@@ -55,7 +55,7 @@ def test_a_triager_uploads_a_large_bundle_watches_its_progress_and_lands_on_its_
     page.set_viewport_size(viewport)
     sign_in(page, live_server, "tess", person.password)
 
-    page.get_by_role("link", name="Jobs").click()
+    page.get_by_role("link", name="Jobs", exact=True).click()
     page.get_by_role("link", name="Upload a bundle").click()
     expect(page.get_by_role("heading", name="Upload a bundle")).to_be_visible()
     no_sideways_scroll(page)

@@ -87,7 +87,8 @@ def test_the_navigation_links_the_pages_and_marks_the_current_one(viewer):
     html = viewer.get(reverse("pages:triage-queue")).content.decode()
 
     nav = html[html.index('<nav aria-label="Main">') : html.index("</nav>")]
-    assert re.findall(r'<a href="([^"]+)"', nav) == ["/", "/jobs/", "/triage/", "/nodes/", "/rules/", "/clusters/",
+    assert re.findall(r'<a href="([^"]+)"', nav) == ["/", "/jobs/", "/triage/", "/nodes/", "/patterns/", "/rules/",
+                                                   "/clusters/",
                                                    "/drains/", "/notifications/", "/api/docs/"]  # fmt: skip
     assert '<a href="/triage/" aria-current="page">Triage queue</a>' in nav
 

@@ -12,10 +12,10 @@ from playwright.sync_api import Page, expect
 
 from access.roles import RULE_EDITOR, TRIAGER
 from diagnoses.models import Attempt, Template
-from pages.tests.browser import sign_in
+from pages.tests.browser import SET_TEXT, sign_in
 from pages.tests.test_browser import shoot
 
-pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
+pytestmark = [pytest.mark.usefixtures("transactional_roles"), pytest.mark.browser]
 
 
 def test_a_rule_editor_turns_the_recurring_unknown_failure_into_a_rule(page: Page, live_server, person):
@@ -61,7 +61,7 @@ def test_a_rule_editor_turns_the_recurring_unknown_failure_into_a_rule(page: Pag
     classified = drafted.replace("    domain:  ", "    domain: hardware  ", 1).replace(
         "    subdomain:  ", "    subdomain: gpu.thermal  ", 1
     )
-    page.fill("#rule-source", classified)
+    page.evaluate(SET_TEXT, classified)  # the rule editor (CodeMirror) over the text area
     expect(page.locator("#editor-errors")).to_contain_text("The rule set loads")
     shoot(page, "pattern-draft")
     page.get_by_role("button", name="Save draft and try it").click()

@@ -9,7 +9,7 @@ from access.roles import VIEWER
 from pages import timeline
 from pages.tests.browser import sign_in
 
-pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
+pytestmark = [pytest.mark.usefixtures("transactional_roles"), pytest.mark.browser]
 
 NODES = tuple(f"gke-ml-a3u-pool-98346da9-{i:04d}" for i in range(256))  # long names: shortened to fit
 

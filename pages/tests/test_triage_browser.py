@@ -14,7 +14,7 @@ from diagnoses.models import Attempt, Review
 from pages.tests.browser import sign_in
 from rules import services as rules_services
 
-pytestmark = pytest.mark.usefixtures("browser_roles")  # transactional: the live server sees committed rows only
+pytestmark = pytest.mark.usefixtures("transactional_roles")  # transactional: the live server sees committed rows only
 
 
 @pytest.fixture

@@ -130,9 +130,10 @@ ROUTES = {
 # their page for any method but POST); users, groups and tokens need a superuser, and revisions are made
 # in the workbench, not added in the admin.
 ADMIN_SITE = dict.fromkeys(("GET", "POST", "PUT", "PATCH", "DELETE"), "admin")
-# Sign-in failures and locks (django-axes) are the superusers' to see and lift, as the users themselves are.
+# Sign-in failures and locks (django-axes) are the superusers' to see and lift, as the users themselves are (the
+# apps' index pages, /admin/auth/ and /admin/axes/, answer 404 to a staff member without their models' permissions).
 ADMIN_SITE_SUPERUSER = ("/admin/auth/group/", "/admin/auth/user/", "/admin/authtoken/tokenproxy/",
-                        "/admin/rules/rulesetrevision/add/", "/admin/axes/")  # fmt: skip
+                        "/admin/rules/rulesetrevision/add/", "/admin/axes/access")  # fmt: skip
 # Models the admin only shows (reviews are made and withdrawn through the review service; diagnoses, their evidence
 # and node events are the engine's, corrected by reviews): their add and delete pages are denied to everyone, and
 # their change page takes no POST.

@@ -47,7 +47,7 @@ def bundles_in(request):
     return request.param
 
 
-def test_a_backup_restores_byte_for_byte(bundles_in, browser_roles, store, make_bundle, person, tmp_path):
+def test_a_backup_restores_byte_for_byte(bundles_in, transactional_roles, store, make_bundle, person, tmp_path):
     first = store(make_bundle(job_id="801"))
     store(make_bundle(job_id="802", faulty="node03"))
     review = reviews.review_create(diagnosis=first.current_diagnosis, reviewer=person(TRIAGER), verdict="confirmed")
@@ -76,7 +76,7 @@ def test_a_backup_restores_byte_for_byte(bundles_in, browser_roles, store, make_
     assert after["bundles"] == before["bundles"]
 
 
-def test_a_damaged_backup_is_refused_before_anything_is_restored(browser_roles, store, make_bundle, tmp_path):
+def test_a_damaged_backup_is_refused_before_anything_is_restored(transactional_roles, store, make_bundle, tmp_path):
     attempt = store(make_bundle(job_id="803"))
     call_command("backup", str(tmp_path / "backup"))
     log = next((tmp_path / "backup" / "bundles" / attempt.bundle).rglob("*.log"))

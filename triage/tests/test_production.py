@@ -47,8 +47,8 @@ PORT = int(os.environ.get("FAULTLINE_TEST_WEB_PORT", "18601")) + 1
 
 @pytest.fixture
 def service(
-    tmp_path, bundle_root, browser_roles, object_store
-):  # browser_roles: the role groups of transactional tests
+    tmp_path, bundle_root, transactional_roles, object_store
+):  # transactional_roles: the role groups of transactional tests
     if connection.vendor != "postgresql" or not port_free(PORT):
         pytest.fail(f"the production check needs PostgreSQL and port {PORT} free")
     redis.Redis.from_url(BROKER).flushdb()

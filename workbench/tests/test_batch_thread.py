@@ -18,7 +18,7 @@ def wait_for(condition, seconds: float = 30.0) -> None:
 
 
 def test_without_a_broker_a_run_goes_on_in_a_thread_and_its_page_shows_its_progress(
-    browser_roles, settings, make_bundle, store, client_for, monkeypatch
+    transactional_roles, settings, make_bundle, store, client_for, monkeypatch
 ):
     settings.FAULTLINE_BATCH_IN_THREAD = True
     store(make_bundle(job_id="1"))

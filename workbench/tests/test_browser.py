@@ -17,12 +17,13 @@ from access.roles import RULE_EDITOR, TRIAGER, VIEWER
 from diagnoses import bundle_store
 from diagnoses.models import Attempt
 from rules.models import Activation, RuleSetRevision
+from rules.outline import file_of_line, outline
 from rules.services import active_revision
 from workbench.tests.workbench import THERMAL_RULE
 
 SET_TEXT = "text => document.querySelector('.CodeMirror').CodeMirror.setValue(text)"  # as typing would
 
-pytestmark = [pytest.mark.usefixtures("browser_roles"), pytest.mark.browser]
+pytestmark = [pytest.mark.usefixtures("transactional_roles"), pytest.mark.browser]
 
 
 @pytest.fixture
@@ -81,7 +82,8 @@ def test_an_operator_writes_a_rule_for_the_unattributed_thermal_slowdown(page, l
     page.locator("#editor-errors li.rule-error a").click()  # to its line, marked (the editor draws what it shows)
     expect(page.locator(".CodeMirror .rule-mark")).to_have_count(1)
     expect(page.locator("#editor-errors")).to_contain_text(
-        f"line {bad_line} of document 22, rule site.gpu.thermal, field domain"
+        f"line {bad_line} of {file_of_line(outline(broken, rules=False), bad_line).name}, rule site.gpu.thermal, "
+        "field domain"
     )
     expect(page.locator("#editor-errors")).to_contain_text("unknown domain 'hardwre'")
     page.evaluate(SET_TEXT, first.text + THERMAL_RULE)

@@ -6,7 +6,7 @@ from django.urls import reverse
 from access.roles import RULE_EDITOR, TRIAGER, VIEWER
 from rules import services
 from rules.models import Activation, RuleSetRevision
-from rules.outline import outline, rule_find, rule_replace
+from rules.outline import file_of_line, outline, rule_find, rule_replace
 from workbench.models import BatchRun, RegressionCase
 from workbench.tests.workbench import THERMAL_RULE
 
@@ -100,7 +100,8 @@ def test_the_editor_check_marks_each_error_at_its_line(client, first, person):
 
     page = response.content.decode()
     assert f'data-line="{line}" data-here data-reason="pattern: not a valid RE2 pattern' in page
-    assert f'line {line}</a> of <span class="mono">document 22</span>, rule <code>site.gpu.thermal</code>' in page
+    document = file_of_line(outline(text, rules=False), line).name  # the pasted rule's document, after the pack's
+    assert f'line {line}</a> of <span class="mono">{document}</span>, rule <code>site.gpu.thermal</code>' in page
 
 
 def test_the_pages_store_nothing_before_the_pack_is_stored(client_for):

@@ -464,7 +464,7 @@ def test_a_run_whose_worker_was_lost_fails_with_the_reason_and_never_stays_runni
     run.refresh_from_db()
     assert (run.state, run.stopped_reason) == (
         "failed",
-        "lost: the worker running it stopped after 1 attempts; start it again",
+        "lost: the worker running it stopped after 1 attempt; start it again",
     )
     assert run.finished is not None
     alive.refresh_from_db()
