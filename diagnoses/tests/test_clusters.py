@@ -62,7 +62,7 @@ def test_a_cluster_is_configured_with_its_scheduler_and_sources():
          "leave out the setting 'cluster': the scheduler gets the cluster's name"),
         ({"scheduler_settings": ["not", "an", "object"]}, "scheduler_settings",
          "dgx-a: settings must be a JSON object"),
-        ({"connector": "lsf"}, "connector", "'lsf' is not a scheduler connector here (choose slurm, kueue, folder)"),
+        ({"connector": "lsf"}, "connector", "'lsf' is not a scheduler connector here (choose slurm, kueue, folder, demo)"),
         ({"connector": "logfiles"}, "connector", "'logfiles' is not a scheduler connector here"),
         ({"connector": "builtins.exec"}, "connector", "'builtins.exec' is not a scheduler connector here"),
         ({"connector": "uploads", "enabled": True}, "enabled", "discovery needs a scheduler"),

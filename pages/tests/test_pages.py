@@ -226,6 +226,23 @@ def test_the_attempt_page_summarises_the_diagnosis(viewer, attempts):
     assert f'href="/attempts/{attempt.pk}/bundle.tar.gz"' in html
 
 
+def test_a_candidate_named_only_by_a_hedged_line_is_shown_as_a_hint_not_a_verdict(viewer, make_bundle, store):
+    """PyTorch's DataLoader guesses at shared memory; uncorroborated, the attempt stays unattributed and the page
+    says so, with the candidate marked as a hint (docs/diagnosis.md, "nominated")."""
+    bundle = make_bundle(job_id="4", faulty=None)
+    with (bundle / "logs" / "train.log").open("a") as log:
+        log.write("[rank1]: RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible "
+                  "that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n")
+    attempt = store(bundle)
+    html = viewer.get(reverse("pages:attempt-detail", args=[attempt.pk])).content.decode()
+
+    assert attempt.current_diagnosis.outcome == "unattributed"
+    assert "not attributed: 1 candidate named without the evidence to settle it" in html
+    assert "ambiguous between" not in html
+    assert '<span class="badge">hint</span>' in html
+    assert "named by a hedged line, not corroborated" in html
+
+
 def test_log_text_is_escaped_everywhere(viewer, attempts):
     attempt = attempts["1"]
     evidence = attempt.current_diagnosis.evidence.get(role="root_cause", node__name="node02")
