@@ -231,8 +231,10 @@ def test_a_candidate_named_only_by_a_hedged_line_is_shown_as_a_hint_not_a_verdic
     says so, with the candidate marked as a hint (docs/diagnosis.md, "nominated")."""
     bundle = make_bundle(job_id="4", faulty=None)
     with (bundle / "logs" / "train.log").open("a") as log:
-        log.write("[rank1]: RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible "
-                  "that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n")
+        log.write(
+            "[rank1]: RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible "
+            "that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n"
+        )
     attempt = store(bundle)
     html = viewer.get(reverse("pages:attempt-detail", args=[attempt.pk])).content.decode()
 
