@@ -69,6 +69,7 @@ def rule_test(*, rule: NotificationRule, user) -> str:
     incident = Incident(rule=rule, key="test", opened=now, last_event=now, due=now, events=1, items=[item])
     message = {**message_of(incident), "test": True}
     message["incident"]["url"] = url
+    message["idempotency_key"] = f"faultline-test-{rule.pk}-{now.strftime('%Y%m%dT%H%M%S.%fZ')}"  # each test its own
     answer = send(rule, message)
     logger.info("test message of notification rule %s sent by %s: %s", rule.name, user.get_username(), answer)
     return answer

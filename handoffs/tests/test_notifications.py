@@ -416,7 +416,9 @@ def test_a_test_message_goes_out_now_with_the_documented_body_and_is_neither_an_
     answer = notifications.rule_test(rule=webhook, user=admin)
     assert answer == "HTTP 200 ok"
     [body] = bodies(receiver)
-    assert set(body) == {"version", "rule", "trigger", "summary", "incident", "items", "items_omitted", "test"}
+    assert set(body) == {"version", "idempotency_key", "rule", "trigger", "summary", "incident", "items",
+                         "items_omitted", "test"}  # fmt: skip
+    assert body["idempotency_key"].startswith(f"faultline-test-{webhook.pk}-")
     assert (body["version"], body["rule"], body["test"], body["items_omitted"]) == (1, "gpu faults", True, 0)
     assert body["summary"] == "Faultline: a test of the notification rule gpu faults, sent by ada"
     assert (body["incident"]["id"], body["incident"]["key"]) == (None, "test")
