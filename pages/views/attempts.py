@@ -96,6 +96,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         "nodes": nodes,
         "verdict": _verdict(attempt),
         "reviews": _review_history(attempt),
+        "job_attempts": selectors.job_attempts(attempt.job_id),
         "may_review": may_review and diagnosis is not None,
         "analysis_pending": diagnosis is None and attempt.analysis_state in PENDING_STATES,
         "form": form or ReviewForm(nodes=nodes),

@@ -23,6 +23,7 @@ ROUTES = {
     "pages:overview": READ,
     "pages:job-list": READ,
     "pages:job-export": READ,
+    "pages:job-detail": READ,
     "pages:upload": {"GET": "triage", "POST": "triage"},
     "pages:attempt-detail": READ,
     "pages:attempt-review": {"POST": "triage"},

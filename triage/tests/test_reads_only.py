@@ -135,6 +135,7 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
         "lead_id": stored["lead"].pk,
         "key": stored["lead"].template.key,
         "cluster": stored["attempt"].cluster.name,
+        "job_id": stored["attempt"].job.job_id,
         "number": stored["draft"].number,
     }
     if namespace == "api":
