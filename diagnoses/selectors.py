@@ -9,7 +9,7 @@ from itertools import islice
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from diagnoses import bundle_store
+from diagnoses import bundle_store, comparisons
 from diagnoses.models import (
     Attempt,
     Cluster,
@@ -27,6 +27,7 @@ from diagnoses.models import (
 )
 from engine.bundle import load_bundle
 from engine.context import AttemptContext
+from leads.mining import SUCCEEDED
 from rules.engine_limits import bundle_limits
 
 EXCERPT_LINE_CAP = 2000  # characters shown of one line
@@ -168,6 +169,39 @@ def attempt_context(attempt: Attempt) -> Iterator[AttemptContext]:
         raise NotGathered(f"{attempt} is not gathered yet: its analysis gathers it from the cluster's sources")
     with bundle_store.local(attempt.bundle) as path:
         yield load_bundle(path, limits=bundle_limits())
+
+
+def attempt_last_good(attempt: Attempt) -> tuple[Attempt, str] | None:
+    """The last attempt that succeeded before this one started, and what it shares with it: ``job`` (an earlier
+    attempt of the same job), else ``name and user`` (the same job name and user on the same cluster); None when
+    there is none."""
+    earlier = Attempt.objects.select_related("job", "cluster").filter(state__in=SUCCEEDED, start__lt=attempt.start)
+    earlier = earlier.exclude(pk=attempt.pk).order_by("-end", "-pk")
+    good = earlier.filter(job_id=attempt.job_id).first()
+    if good is not None:
+        return good, "job"
+    if attempt.name and attempt.user:
+        good = earlier.filter(cluster_id=attempt.cluster_id, name=attempt.name, user=attempt.user).first()
+        if good is not None:
+            return good, "name and user"
+    return None
+
+
+def attempt_changes(attempt: Attempt) -> dict | None:
+    """What changed since the attempt's job last worked (``diagnoses/comparisons.py``), read from both bundles; None
+    without an earlier successful attempt. Raises ``NotGathered`` or ``BundleError`` when a bundle cannot be read."""
+    found = attempt_last_good(attempt)
+    if found is None:
+        return None
+    good, matched_by = found
+    with attempt_context(attempt) as now, attempt_context(good) as before:
+        changes = comparisons.compare(now, before, now_record=attempt.record, good_record=good.record)
+    return {
+        "attempt": {"id": attempt.pk, "job_id": attempt.job.job_id, "number": attempt.number},
+        "good": {"id": good.pk, "job_id": good.job.job_id, "number": good.number, "state": good.state,
+                 "end": good.end, "matched_by": matched_by},
+        **changes,
+    }  # fmt: skip
 
 
 def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict]:

@@ -29,7 +29,7 @@ ATTEMPT_FILE = "attempt.json"
 LOG_SUFFIXES = (".log", ".out", ".err")
 ATTEMPT_FIELDS = {
     "cluster", "scheduler", "job_id", "attempt", "name", "user", "nodes", "start", "end", "state",
-    "exit_code", "reason", "ranks", "tasks_per_node", "timezone",
+    "exit_code", "reason", "ranks", "tasks_per_node", "timezone", "image", "environment",
 }  # fmt: skip
 REQUIRED_FIELDS = ("cluster", "scheduler", "job_id", "nodes", "start", "end", "state")
 # What the connectors that gathered a bundle could and could not gather (optional, at the bundle's top).
@@ -103,6 +103,11 @@ def parse_attempt(
     end = parse_time(data["end"], f"{where}: field 'end'")
     if end < start:
         raise BundleError(f"{where}: field 'end' is before 'start'")
+    if not isinstance(data.get("image", ""), str):
+        raise BundleError(f"{where}: field 'image' must be a string")
+    environment = data.get("environment", {})
+    if not isinstance(environment, dict) or not all(isinstance(v, str) for v in environment.values()):
+        raise BundleError(f"{where}: field 'environment' must be an object of strings")
     timezone = text_fields["timezone"] or "UTC"
     try:
         ZoneInfo(timezone)

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from access.roles import VIEWER
 
@@ -72,3 +73,87 @@ def test_the_job_page_needs_a_login(client, requeued):
     response = client.get(reverse("pages:job-detail", args=["dgx-a", "500"]))
     assert response.status_code == 302
     assert "login" in response["Location"]
+
+
+def _with_versions(bundle, *, nccl: str):
+    """The bundle with the lines that name its software: NCCL's banner on rank 0, the driver in node01's syslog."""
+    train = bundle / "logs" / "train.log"
+    banner = f"[rank0]: node01:4711:4711 [0] NCCL INFO NCCL version {nccl}+cuda12.4\n"
+    train.write_text(banner + train.read_text())
+    syslog = bundle / "logs" / "node01" / "syslog.log"
+    driver = "Nov  2 09:00:00 node01 kernel: NVRM: loaded NVIDIA UNIX x86_64 Kernel Module  570.124.06\n"
+    syslog.write_text(driver + syslog.read_text())
+    return bundle
+
+
+@pytest.fixture
+def upgraded(make_bundle, store):
+    """Job 600 ran for a while and succeeded with NCCL 2.21.5; its requeue failed with NCCL 2.23.4, on node05 in
+    node04's place, its GPU off the bus on node02; same driver, CUDA, image and NCCL_IB_HCA."""
+    same = {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "environment": {"NCCL_IB_HCA": "mlx5_0"}}
+    good = store(
+        _with_versions(
+            make_bundle(job_id="600", state="COMPLETED", exit_code="0:0", faulty=None, **same), nccl="2.21.5"
+        )
+    )
+    failed = store(
+        _with_versions(
+            make_bundle(job_id="600", attempt=1, nodes=("node01", "node02", "node03", "node05"),
+                        start=make_bundle.start + timedelta(days=1), **same),
+            nccl="2.23.4",
+        )
+    )  # fmt: skip
+    return good, failed
+
+
+def test_what_changed_shows_the_nccl_upgrade_first(viewer, upgraded):
+    good, failed = upgraded
+    html = viewer.get(reverse("pages:attempt-detail", args=[failed.pk])).content.decode()
+    assert reverse("pages:attempt-changes", args=[failed.pk]) in html
+    changes = viewer.get(reverse("pages:attempt-changes", args=[failed.pk])).content.decode()
+    assert reverse("pages:attempt-detail", args=[good.pk]) in changes
+    software = changes[changes.index('id="changes-software"') : changes.index('id="changes-nodes"')]
+    rows = list(software.split("<tr")[2:])
+    assert 'class="changed"' in rows[0]
+    assert ">NCCL<" in rows[0]
+    assert "2.21.5" in rows[0]
+    assert "2.23.4" in rows[0]
+    assert all('class="changed"' not in row for row in rows[1:])
+    names = [row.split('class="mono">')[1].split("<")[0] for row in rows]
+    assert names == ["NCCL", "driver", "CUDA", "image", "NCCL_IB_HCA"]
+    nodes = changes[changes.index('id="changes-nodes"') : changes.index('id="changes-first-error"')]
+    assert "Added: <a" in nodes
+    assert "node05</a>" in nodes
+    assert "Removed: node04" in nodes
+    templates = changes[changes.index('id="changes-templates"') :]
+    assert "fallen off the bus" in templates
+    assert "Watchdog caught" not in templates  # the good attempt printed it too
+
+
+def test_the_api_returns_the_same_comparison(api_client_for, upgraded):
+    good, failed = upgraded
+    client = api_client_for(VIEWER)
+    body = client.get(f"/api/v1/attempts/{failed.pk}/changes").json()
+    assert body["good"]["id"] == good.pk
+    assert body["good"]["matched_by"] == "job"
+    assert body["software"][0] == {"name": "NCCL", "good": "2.21.5", "now": "2.23.4", "changed": True}
+    assert body["nodes"] == {"added": ["node05"], "removed": ["node04"], "kept": 3}
+    assert body["first_error"]["now"] == 240.0  # the Xid four minutes in
+    assert any("fallen off the bus" in template["text"] for template in body["new_templates"])
+    # the good attempt has none before it
+    missing = client.get(f"/api/v1/attempts/{good.pk}/changes")
+    assert missing.status_code == 404
+    assert APIClient().get(f"/api/v1/attempts/{failed.pk}/changes").status_code == 401  # anonymous
+
+
+def test_the_last_good_attempt_of_the_same_name_and_user(viewer, make_bundle, store):
+    good = store(make_bundle(job_id="700", state="COMPLETED", faulty=None))
+    failed = store(make_bundle(job_id="701", start=make_bundle.start + timedelta(hours=3)))
+    other = store(make_bundle(job_id="702", user="bob", start=make_bundle.start + timedelta(hours=3)))
+    html = viewer.get(reverse("pages:attempt-detail", args=[failed.pk])).content.decode()
+    assert "(its name and user) worked before" in html
+    assert reverse("pages:attempt-detail", args=[good.pk]) in html
+    html = viewer.get(reverse("pages:attempt-detail", args=[other.pk])).content.decode()
+    assert 'id="last-good"' not in html
+    changes = viewer.get(reverse("pages:attempt-changes", args=[other.pk])).content.decode()
+    assert "nothing to compare with" in changes

@@ -97,6 +97,7 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         "verdict": _verdict(attempt),
         "reviews": _review_history(attempt),
         "job_attempts": selectors.job_attempts(attempt.job_id),
+        "last_good": diagnoses_selectors.attempt_last_good(attempt),
         "may_review": may_review and diagnosis is not None,
         "analysis_pending": diagnosis is None and attempt.analysis_state in PENDING_STATES,
         "form": form or ReviewForm(nodes=nodes),
