@@ -2,9 +2,10 @@
 its id or name, and an attempt's stored bundle (its context, the lines around a piece of evidence).
 Nothing here gathers or writes. (The pages' own reads are ``pages.selectors``.)"""
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import islice
 
 from django.db.models import Count, Prefetch, Q, QuerySet
@@ -26,7 +27,7 @@ from diagnoses.models import (
     TemplateCluster,
 )
 from engine.bundle import load_bundle
-from engine.context import AttemptContext
+from engine.context import AttemptContext, History, NodeVerdict, PreviousAttempt
 from leads.mining import SUCCEEDED
 from rules.engine_limits import bundle_limits
 
@@ -169,6 +170,66 @@ def attempt_context(attempt: Attempt) -> Iterator[AttemptContext]:
         raise NotGathered(f"{attempt} is not gathered yet: its analysis gathers it from the cluster's sources")
     with bundle_store.local(attempt.bundle) as path:
         yield load_bundle(path, limits=bundle_limits())
+
+
+def attempt_history(attempt: Attempt, *, days: int) -> History:
+    """What the store knows of the attempt's nodes and job before it started, as gathering writes it into the
+    bundle (``history/``, docs/bundles.md): each verdict of record that named one of its nodes, of an attempt that
+    ended in the ``days`` before it started, and every previous attempt of its job with its verdict, in a stable
+    order."""
+    since = attempt.start - timedelta(days=days)
+    links = Attempt.verdict_nodes.through.objects.filter(
+        node__in=attempt.nodes.all(), attempt__end__gte=since, attempt__end__lt=attempt.start
+    ).exclude(attempt_id=attempt.pk)
+    rows = links.values_list(
+        "node__name", "attempt__cluster__name", "attempt__job__job_id", "attempt__number", "attempt__end",
+        "attempt__verdict_outcome", "attempt__verdict_domain", "attempt__verdict_subdomain", "attempt__verdict_source",
+    )  # fmt: skip
+    verdicts = sorted(rows, key=lambda row: (row[0], row[4], row[1], row[2], row[3]))
+    nodes = tuple(
+        NodeVerdict(node=node, cluster=cluster, job_id=job_id, attempt=number, end=end, outcome=outcome, domain=domain,
+                    subdomain=subdomain, reviewed=source == Attempt.VerdictSource.REVIEW,
+                    ref=f"history/nodes.json#{index}")
+        for index, (node, cluster, job_id, number, end, outcome, domain, subdomain, source) in enumerate(verdicts)
+    )  # fmt: skip
+    previous = (
+        Attempt.objects.filter(job_id=attempt.job_id, number__lt=attempt.number)
+        .prefetch_related(Prefetch("verdict_nodes", queryset=Node.objects.only("name")))
+        .order_by("number", "start", "pk")
+    )
+    attempts = tuple(
+        PreviousAttempt(attempt=one.number, start=one.start, end=one.end, state=one.state, outcome=one.verdict_outcome,
+                        domain=one.verdict_domain, subdomain=one.verdict_subdomain,
+                        nodes=tuple(sorted(node.name for node in one.verdict_nodes.all())),
+                        reviewed=one.verdict_source == Attempt.VerdictSource.REVIEW,
+                        ref=f"history/attempts.json#{index}")
+        for index, one in enumerate(previous)
+    )  # fmt: skip
+    return History(window_days=days, nodes=nodes, attempts=attempts)
+
+
+def history_attempts(*, attempt: Attempt, refs: list[str]) -> dict[str, Attempt]:
+    """The earlier attempts that ``history/nodes.json#<index>`` refs of the attempt's bundle name (the evidence of a
+    history rule), by ref; a ref whose verdict or attempt is not found is left out."""
+    wanted = {ref: int(ref.rsplit("#", 1)[1]) for ref in refs if ref.startswith("history/nodes.json#")
+              and ref.rsplit("#", 1)[1].isdigit()}  # fmt: skip
+    stream = bundle_store.open_file(attempt.bundle, "history/nodes.json") if wanted else None
+    if stream is None:
+        return {}
+    with stream:
+        try:
+            verdicts = json.loads(stream.read(bundle_limits().json_bytes)).get("verdicts", [])
+        except (ValueError, AttributeError):
+            return {}
+    found = {}
+    for ref, index in wanted.items():
+        verdict = verdicts[index] if index < len(verdicts) and isinstance(verdicts[index], dict) else {}
+        earlier = Attempt.objects.select_related("job").filter(
+            cluster__name=verdict.get("cluster"), job__job_id=verdict.get("job_id"), number=verdict.get("attempt")
+        )
+        if (one := earlier.first()) is not None:
+            found[ref] = one
+    return found
 
 
 def attempt_last_good(attempt: Attempt) -> tuple[Attempt, str] | None:

@@ -8,6 +8,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from access.roles import VIEWER
+from diagnoses.models import Attempt
 
 pytestmark = pytest.mark.django_db
 
@@ -157,3 +158,21 @@ def test_the_last_good_attempt_of_the_same_name_and_user(viewer, make_bundle, st
     assert 'id="last-good"' not in html
     changes = viewer.get(reverse("pages:attempt-changes", args=[other.pk])).content.decode()
     assert "nothing to compare with" in changes
+
+
+def test_history_in_the_evidence_links_the_earlier_attempt(
+    viewer, tmp_path, make_bundle, store, folder_cluster, polled
+):
+    earlier = store(make_bundle(job_id="800", attempt=0))  # Xid 79 on node02
+    cluster = folder_cluster(tmp_path / "drop")
+    make_bundle(
+        root=tmp_path / "drop", job_id="800", attempt=1, faulty=None, start=make_bundle.start + timedelta(days=1)
+    )
+    polled(cluster)
+    requeue = Attempt.objects.get(job__job_id="800", number=1)
+    html = viewer.get(reverse("pages:attempt-detail", args=[requeue.pk])).content.decode()
+    trail = html[html.index('class="evidence"') :]
+    item = trail[trail.index("history.hardware_before") :]
+    item = item[: item.index("</li>")]
+    assert "history/nodes.json#0" in item
+    assert f'href="{reverse("pages:attempt-detail", args=[earlier.pk])}">the earlier attempt, job 800 #0</a>' in item

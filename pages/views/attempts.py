@@ -109,6 +109,11 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         return context
     document = diagnosis.document
     evidence = selectors.evidence_trail(diagnosis)
+    earlier = diagnoses_selectors.history_attempts(
+        attempt=attempt, refs=[item.ref for item in evidence if item.source == "history"]
+    )
+    for item in evidence:
+        item.history_attempt = earlier.get(item.ref)
     root_nodes = set((document["root_cause"] or {}).get("nodes", ()))
     highlighted = {name for candidate in document["candidates"] for name in candidate["nodes"]}
     highlighted |= {item.node.name for item in evidence if item.node is not None}
