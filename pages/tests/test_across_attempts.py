@@ -176,3 +176,22 @@ def test_history_in_the_evidence_links_the_earlier_attempt(
     item = item[: item.index("</li>")]
     assert "history/nodes.json#0" in item
     assert f'href="{reverse("pages:attempt-detail", args=[earlier.pk])}">the earlier attempt, job 800 #0</a>' in item
+
+
+def test_a_repeat_offender_is_flagged_on_every_attempt_that_includes_it(viewer, make_bundle, store):
+    from datetime import UTC, datetime
+
+    recent = datetime.now(UTC).replace(microsecond=0) - timedelta(days=2)
+    for job in ("900", "901", "902"):
+        store(make_bundle(job_id=job, faulty="node02", start=recent))
+    elsewhere = store(make_bundle(job_id="903", faulty=None, start=recent + timedelta(hours=3)))  # node02 ran it
+    others = store(make_bundle(job_id="904", nodes=("node05", "node06"), faulty="node05", start=recent))
+    assert elsewhere.verdict_outcome == "unattributed"
+    html = viewer.get(reverse("pages:attempt-detail", args=[elsewhere.pk])).content.decode()
+    flag = html[html.index('id="offenders"') :]
+    flag = flag[: flag.index("</p>")]
+    assert "node02</a>" in flag
+    assert "root cause of 3 attempts in 30 days" in flag
+    assert "node01" not in flag
+    html = viewer.get(reverse("pages:attempt-detail", args=[others.pk])).content.decode()
+    assert 'id="offenders"' not in html
