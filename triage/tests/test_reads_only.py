@@ -69,7 +69,7 @@ QUERIES = {
 def stored(make_bundle, write_bundle, store, person, folder_cluster, tmp_path, django_capture_on_commit_callbacks):
     """One of everything: an analysed and reviewed attempt kept as a regression case, an attempt no rule explains
     (its leads, their failure pattern), a draft revision, a finished backtest, a cluster watching a folder whose
-    attempt is discovered but not gathered, and a run of the first attempt's job that worked before it (what changed)."""
+    attempt is discovered but not gathered, and a run of the first attempt's job that worked before it."""
     attempt = store(make_bundle(job_id="1"))
     unknown = store(
         write_bundle(
