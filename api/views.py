@@ -12,7 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.exceptions import APIException, ErrorDetail, NotFound, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -161,6 +161,26 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
         """The leads of the attempt's current diagnosis (docs/leads.md); POST computes them when the rules settled
         it (triager role)."""
         return attempt_leads(self, request)
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True)
+    def changes(self, request, pk=None, format=None):  # format: the suffix (.json) DRF passes
+        """What changed since the attempt's job last worked: the comparison with its last good attempt (the nodes
+        added and removed, the software versions with the changed ones first, the time to the first error, the log
+        templates the good one never printed), as the attempt's "What changed" page shows it; 404 without one."""
+        try:
+            changes = selectors.attempt_changes(self.get_object())
+        except (selectors.NotGathered, BundleError) as exc:
+            raise Unreadable(str(exc)) from None
+        if changes is None:
+            raise NotFound("No earlier attempt of this job, nor of its name and user, succeeded.")
+        return Response(changes)
+
+
+class Unreadable(APIException):
+    status_code = 409
+    default_detail = "A bundle of the comparison cannot be read."
+    default_code = "unreadable"
 
 
 class DiagnosisViewSet(viewsets.ReadOnlyModelViewSet):

@@ -215,6 +215,13 @@ KINDS: dict[str, Kind] = {
             "capacity",
         ),
         Kind(
+            "training-completed",
+            "A run that worked (COMPLETED), before an NCCL upgrade",
+            scheduler.training_completed,
+            SLURM,
+            "unattributed",
+        ),
+        Kind(
             "slurm-time-limit",
             "Slurm time limit",
             scheduler.slurm_time_limit,

@@ -79,6 +79,10 @@ PLAN = (
 # above, with a random generator of its own, so that adding them left every other attempt as it was.
 RECURRING = ("dgx-a", "gpu-thermal-slowdown", 3, 4)  # cluster, kind, more attempts, nodes
 REQUEUED = "node-lost"  # Slurm requeues its job: a second attempt of the same job, which reaches its time limit
+# A job that worked and then did not: its first attempt completed on the NCCL of the time, its resubmission (attempt 1,
+# a day or more later, partly on other nodes) ran after the site's NCCL upgrade and hung in a collective: what the
+# "What changed" view compares. Planned last, with a random generator of its own (the other attempts stay as they were).
+UPGRADED = ("dgx-a", "training-completed", "nccl-timeouts-only", 4)  # cluster, good kind, failed kind, nodes
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,19 @@ def plan_demo_set(seed: int, *, now: datetime) -> list[DemoAttempt]:
         seed_of = seed * 1000 + 900 + index
         attempts.append(DemoAttempt(cluster, kind, str(slurm_jobs[cluster]), 0, nodes, start.replace(microsecond=0),
                                     culprit, name, seed_of))  # fmt: skip
+    cluster, good_kind, failed_kind, count = UPGRADED
+    upgraded = random.Random(f"demo-set-upgraded:{seed}")
+    start = first + timedelta(seconds=upgraded.uniform(0, (WINDOW - timedelta(days=4)).total_seconds()))
+    nodes = _allocate(upgraded, pools[cluster], count, None)
+    slurm_jobs[cluster] += upgraded.randrange(150, 2600)
+    name = upgraded.choice(JOB_NAMES)
+    job_id = str(slurm_jobs[cluster])
+    attempts.append(DemoAttempt(cluster, good_kind, job_id, 0, nodes, start.replace(microsecond=0), None, name,
+                                seed * 1000 + 950))  # fmt: skip
+    again = start + timedelta(days=upgraded.uniform(1, 3))
+    moved = (*nodes[1:], next(n for n in pools[cluster] if n not in nodes))  # one node swapped for another
+    attempts.append(DemoAttempt(cluster, failed_kind, job_id, 1, moved, again.replace(microsecond=0), None, name,
+                                seed * 1000 + 951))  # fmt: skip
     return sorted(attempts, key=lambda a: a.start)
 
 
@@ -184,5 +201,6 @@ def write_demo_attempts(root: Path, seed: int = 1, *, now: datetime) -> list[Wri
 
 
 def write_demo_set(root: Path, seed: int = 1, *, now: datetime) -> list[Path]:
-    """Write the demo set (about four dozen failed attempts) under ``root``; the bundles' paths, oldest first."""
+    """Write the demo set (about four dozen failed attempts, and one that worked) under ``root``; the bundles' paths,
+    oldest first."""
     return [written.path for written in write_demo_attempts(root, seed, now=now)]

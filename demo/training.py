@@ -82,6 +82,7 @@ class Training:
         self.style = rng.choice(("megatron", "deepspeed") if launcher == "pdsh" else ("megatron", "logging"))
         self.script = rng.choice(("pretrain_gpt.py", "train.py", "scripts/train_llm.py"))
         self.python = "python3.10"
+        self.nccl_version = NCCL_VERSION  # an older one for a run before the site upgraded NCCL
         self.ranks: list[Rank] = []
         self.agents: dict[str, int] = {}
         self.pods: dict[str, str] = {}
@@ -263,7 +264,7 @@ class Training:
             at = init + timedelta(seconds=self.rng.uniform(0, 4))
             oob = f"{self.site.nics[0][2] if self.site.fabric == 'ib' else 'eth0'}:{self.ips[rank.node]}<0>"
             if rank.number == 0:
-                self.nccl(rank, at, "INFO", f"NCCL version {NCCL_VERSION}+cuda12.6")
+                self.nccl(rank, at, "INFO", f"NCCL version {self.nccl_version}+cuda12.6")
             self.nccl(rank, at, "INFO", f"Bootstrap : Using {oob}")
             if rank.local == 0:
                 self.nccl(

@@ -2,14 +2,15 @@
 its id or name, and an attempt's stored bundle (its context, the lines around a piece of evidence).
 Nothing here gathers or writes. (The pages' own reads are ``pages.selectors``.)"""
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import islice
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from diagnoses import bundle_store
+from diagnoses import bundle_store, comparisons
 from diagnoses.models import (
     Attempt,
     Cluster,
@@ -26,7 +27,8 @@ from diagnoses.models import (
     TemplateCluster,
 )
 from engine.bundle import load_bundle
-from engine.context import AttemptContext
+from engine.context import AttemptContext, History, NodeVerdict, PreviousAttempt
+from leads.mining import SUCCEEDED
 from rules.engine_limits import bundle_limits
 
 EXCERPT_LINE_CAP = 2000  # characters shown of one line
@@ -168,6 +170,99 @@ def attempt_context(attempt: Attempt) -> Iterator[AttemptContext]:
         raise NotGathered(f"{attempt} is not gathered yet: its analysis gathers it from the cluster's sources")
     with bundle_store.local(attempt.bundle) as path:
         yield load_bundle(path, limits=bundle_limits())
+
+
+def attempt_history(attempt: Attempt, *, days: int) -> History:
+    """What the store knows of the attempt's nodes and job before it started, as gathering writes it into the
+    bundle (``history/``, docs/bundles.md): each verdict of record that named one of its nodes, of an attempt that
+    ended in the ``days`` before it started, and every previous attempt of its job with its verdict, in a stable
+    order."""
+    since = attempt.start - timedelta(days=days)
+    links = Attempt.verdict_nodes.through.objects.filter(
+        node__in=attempt.nodes.all(), attempt__end__gte=since, attempt__end__lt=attempt.start
+    ).exclude(attempt_id=attempt.pk)
+    rows = links.values_list(
+        "node__name", "attempt__cluster__name", "attempt__job__job_id", "attempt__number", "attempt__end",
+        "attempt__verdict_outcome", "attempt__verdict_domain", "attempt__verdict_subdomain", "attempt__verdict_source",
+    )  # fmt: skip
+    verdicts = sorted(rows, key=lambda row: (row[0], row[4], row[1], row[2], row[3]))
+    nodes = tuple(
+        NodeVerdict(node=node, cluster=cluster, job_id=job_id, attempt=number, end=end, outcome=outcome, domain=domain,
+                    subdomain=subdomain, reviewed=source == Attempt.VerdictSource.REVIEW,
+                    ref=f"history/nodes.json#{index}")
+        for index, (node, cluster, job_id, number, end, outcome, domain, subdomain, source) in enumerate(verdicts)
+    )  # fmt: skip
+    previous = (
+        Attempt.objects.filter(job_id=attempt.job_id, number__lt=attempt.number)
+        .prefetch_related(Prefetch("verdict_nodes", queryset=Node.objects.only("name")))
+        .order_by("number", "start", "pk")
+    )
+    attempts = tuple(
+        PreviousAttempt(attempt=one.number, start=one.start, end=one.end, state=one.state, outcome=one.verdict_outcome,
+                        domain=one.verdict_domain, subdomain=one.verdict_subdomain,
+                        nodes=tuple(sorted(node.name for node in one.verdict_nodes.all())),
+                        reviewed=one.verdict_source == Attempt.VerdictSource.REVIEW,
+                        ref=f"history/attempts.json#{index}")
+        for index, one in enumerate(previous)
+    )  # fmt: skip
+    return History(window_days=days, nodes=nodes, attempts=attempts)
+
+
+def history_attempts(*, attempt: Attempt, refs: list[str]) -> dict[str, Attempt]:
+    """The earlier attempts that ``history/nodes.json#<index>`` refs of the attempt's bundle name (the evidence of a
+    history rule), by ref; a ref whose verdict or attempt is not found is left out."""
+    wanted = {ref: int(ref.rsplit("#", 1)[1]) for ref in refs if ref.startswith("history/nodes.json#")
+              and ref.rsplit("#", 1)[1].isdigit()}  # fmt: skip
+    stream = bundle_store.open_file(attempt.bundle, "history/nodes.json") if wanted else None
+    if stream is None:
+        return {}
+    with stream:
+        try:
+            verdicts = json.loads(stream.read(bundle_limits().json_bytes)).get("verdicts", [])
+        except (ValueError, AttributeError):
+            return {}
+    found = {}
+    for ref, index in wanted.items():
+        verdict = verdicts[index] if index < len(verdicts) and isinstance(verdicts[index], dict) else {}
+        earlier = Attempt.objects.select_related("job").filter(
+            cluster__name=verdict.get("cluster"), job__job_id=verdict.get("job_id"), number=verdict.get("attempt")
+        )
+        if (one := earlier.first()) is not None:
+            found[ref] = one
+    return found
+
+
+def attempt_last_good(attempt: Attempt) -> tuple[Attempt, str] | None:
+    """The last attempt that succeeded before this one started, and what it shares with it: ``job`` (an earlier
+    attempt of the same job), else ``name and user`` (the same job name and user on the same cluster); None when
+    there is none."""
+    earlier = Attempt.objects.select_related("job", "cluster").filter(state__in=SUCCEEDED, start__lt=attempt.start)
+    earlier = earlier.exclude(pk=attempt.pk).order_by("-end", "-pk")
+    good = earlier.filter(job_id=attempt.job_id).first()
+    if good is not None:
+        return good, "job"
+    if attempt.name and attempt.user:
+        good = earlier.filter(cluster_id=attempt.cluster_id, name=attempt.name, user=attempt.user).first()
+        if good is not None:
+            return good, "name and user"
+    return None
+
+
+def attempt_changes(attempt: Attempt) -> dict | None:
+    """What changed since the attempt's job last worked (``diagnoses/comparisons.py``), read from both bundles; None
+    without an earlier successful attempt. Raises ``NotGathered`` or ``BundleError`` when a bundle cannot be read."""
+    found = attempt_last_good(attempt)
+    if found is None:
+        return None
+    good, matched_by = found
+    with attempt_context(attempt) as now, attempt_context(good) as before:
+        changes = comparisons.compare(now, before, now_record=attempt.record, good_record=good.record)
+    return {
+        "attempt": {"id": attempt.pk, "job_id": attempt.job.job_id, "number": attempt.number},
+        "good": {"id": good.pk, "job_id": good.job.job_id, "number": good.number, "state": good.state,
+                 "end": good.end, "matched_by": matched_by},
+        **changes,
+    }  # fmt: skip
 
 
 def bundle_excerpt(*, attempt: Attempt, ref: str, context: int = 5) -> list[dict]:

@@ -154,6 +154,53 @@ class SourceReport:
 
 
 @dataclass(frozen=True)
+class NodeVerdict:
+    """A verdict of record that named one of the attempt's nodes, of an earlier attempt in the history's window
+    (``history/nodes.json``, docs/bundles.md)."""
+
+    node: str
+    cluster: str
+    job_id: str
+    attempt: int
+    end: datetime  # when that attempt ended
+    outcome: str
+    domain: str
+    subdomain: str
+    reviewed: bool  # a person's verdict, not only the engine's
+    ref: str  # history/nodes.json#<index>
+
+    @property
+    def name(self) -> str:
+        return f"{self.cluster}/{self.job_id}#{self.attempt}"
+
+
+@dataclass(frozen=True)
+class PreviousAttempt:
+    """An earlier attempt of the same job with its verdict of record (``history/attempts.json``)."""
+
+    attempt: int
+    start: datetime
+    end: datetime
+    state: str
+    outcome: str
+    domain: str
+    subdomain: str
+    nodes: tuple[str, ...]  # the nodes its verdict names
+    reviewed: bool
+    ref: str
+
+
+@dataclass(frozen=True)
+class History:
+    """What the store knew when the attempt was gathered: its nodes' verdicts of record in the window before it
+    started, and its job's previous attempts. Input like the logs: the same bundle gives the same diagnosis."""
+
+    window_days: int
+    nodes: tuple[NodeVerdict, ...] = ()
+    attempts: tuple[PreviousAttempt, ...] = ()
+
+
+@dataclass(frozen=True)
 class AttemptContext:
     attempt: Attempt
     streams: tuple[LogStream, ...] = ()
@@ -161,3 +208,4 @@ class AttemptContext:
     metrics: tuple[MetricSeries, ...] = ()
     reports: tuple[SourceReport, ...] = ()
     flight_recorder: tuple[TraceFile, ...] = ()  # PyTorch Flight Recorder dumps, one file per rank
+    history: History | None = None  # history/ when the bundle has it

@@ -3,7 +3,7 @@
 The log streams (``engine.streams``, each line checked by ``engine.matching``), then what is read from when
 they stop (``engine.stalls``), then the inputs that are not logs (``engine.records``): scheduler events, metrics,
 the scheduler's record of the attempt and the findings of its Flight Recorder dumps; last, where the peers the
-symptoms name converge (``engine.origins``).
+symptoms name converge, and the nodes the bundle's history names (``engine.origins``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Extractor:
         self.flight_recorder_rules = [r for r in ruleset.rules if r.flight_recorder]
         self.converge_rules = [r for r in ruleset.rules if r.converge]
         self.first_rules = [r for r in ruleset.rules if r.first]
+        self.history_rules = [r for r in ruleset.rules if r.history]
 
     def extract(
         self,
@@ -84,6 +85,7 @@ class Extractor:
         events.extend(records.flight_recorder_events(self.flight_recorder_rules, dumps, nodes))
         events.extend(origins.first_events(self.first_rules, events, attempt))
         events.extend(origins.convergence_events(self.converge_rules, events, attempt, nodes))
+        events.extend(origins.history_events(self.history_rules, events, attempt, context.history))
         return events, stats
 
     def scan_stream(

@@ -28,6 +28,7 @@ from engine.ruleset import (
     Filter,
     FirstCondition,
     FlightRecorderCondition,
+    HistoryCondition,
     LabelMatcher,
     Locality,
     MetricCondition,
@@ -54,9 +55,9 @@ RULE_FIELDS = {
     "id", "description", "source", "streams", "files", "pattern", "where", "metric", "attempt", "role",
     "kind", "domain", "subdomain", "action", "precedence", "summary", "nodes", "node_from", "tags",
     "explains", "suppresses", "count", "solo", "not_solo", "silence", "stall", "alternatives", "flight_recorder",
-    "hint", "corroboration", "local", "converge", "points_at", "first",
+    "hint", "corroboration", "local", "converge", "points_at", "first", "history",
 }  # fmt: skip
-MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder", "converge", "first")
+MATCHERS = ("pattern", "metric", "attempt", "silence", "stall", "flight_recorder", "converge", "first", "history")
 FINDINGS = tuple(str(kind) for kind in FindingKind)
 SELECTOR_FIELDS = {"rules", "tags", "within", "before", "scope"}
 SETTINGS_FIELDS = {f.name for f in fields(Settings)}
@@ -249,13 +250,14 @@ class _Builder:
         flight_recorder = self.flight_recorder(file, get("flight_recorder"), rid)
         converge = self.converge(file, get("converge"), rid)
         first = self.first(file, get("first"), rid)
+        history = self.history(file, get("history"), rid)
         matchers = [name for name in MATCHERS if get(name) is not None or name == "pattern" and get("hint") is not None]
         if len(matchers) != 1:
             err("pattern", f"a rule needs exactly one of {', '.join(MATCHERS)}" if not matchers else
                 f"a rule has one matcher, not {' and '.join(matchers)}")  # fmt: skip
         if metric:
             kinds = frozenset({"metrics"})
-        elif attempt or stall or converge or first:
+        elif attempt or stall or converge or first or history:
             kinds = frozenset({"scheduler"} if attempt else {"app"})
         elif silence:
             kinds = silence.kinds
@@ -302,8 +304,8 @@ class _Builder:
         points_at = self.text(file, get("points_at"), "points_at", rid)
         if points_at and not any(points_at in c.groupindex for c in compiled):
             err("points_at", f"no pattern has a named capture {points_at!r}")
-        if (converge or first) and role != "cause":
-            err("converge" if converge else "first", "it nominates a cause: role: cause")
+        if (converge or first or history) and role != "cause":
+            err("converge" if converge else "first" if first else "history", "it nominates a cause: role: cause")
         if node_from and compiled and not any(node_from in c.groupindex for c in compiled):
             err("node_from", f"no pattern has a named capture {node_from!r}")
         rule_sources = self.strings(file, get("source"), "source", rid)
@@ -342,6 +344,7 @@ class _Builder:
                 flight_recorder=flight_recorder,
                 converge=converge,
                 first=first,
+                history=history,
                 points_at=points_at,
                 symptom_kind=symptom_kind,
                 domain=domain,
@@ -666,6 +669,30 @@ class _Builder:
         margin = self.duration(file, node.value["margin"][1], "first.margin", rule) if "margin" in node.value else 60.0
         return None if events is None or margin is None else FirstCondition(events, margin)
 
+    def history(self, file, node, rule) -> HistoryCondition | None:
+        """``history: {symptoms: {tags: [...]}, domains: [hardware], within: 14d}``."""
+        if node is None:
+            return None
+        if not isinstance(node.value, dict) or "symptoms" not in node.value or "domains" not in node.value:
+            self.error(file, node.line, "history", "must be a mapping with symptoms and domains (and within)", rule)
+            return None
+        for key, (line, _) in node.value.items():
+            if key not in ("symptoms", "domains", "within"):
+                self.error(file, line, f"history.{key}", "unknown field (symptoms, domains, within)", rule)
+        symptoms = self.selector(file, node.value["symptoms"][1], "history.symptoms", rule)
+        line, domains_node = node.value["domains"]
+        domains = domains_node.value if isinstance(domains_node.value, list) else None
+        names = [item.value for item in domains] if domains else []
+        known = bool(names) and all(isinstance(name, str) and name in DOMAINS for name in names)
+        if not known:
+            self.error(file, line, "history.domains", f"must list domains ({', '.join(DOMAINS)})", rule)
+        within = 14 * 86400.0
+        if "within" in node.value:
+            within = self.duration(file, node.value["within"][1], "history.within", rule)
+        if symptoms is None or within is None or not known:
+            return None
+        return HistoryCondition(symptoms, frozenset(names), within)
+
     def classification(self, file, items, role, rule) -> tuple[str | None, str | None]:
         domain_node = items.get("domain", (None, None))[1]
         subdomain_node = items.get("subdomain", (None, None))[1]
@@ -780,6 +807,7 @@ class _Builder:
         for rule in self.rules:
             for field_name in (
                 "explains", "suppresses", "solo", "not_solo", "stall", "corroboration", "converge", "first",
+                "history",
             ):  # fmt: skip
                 value = getattr(rule, field_name)
                 if field_name == "stall":
@@ -788,6 +816,8 @@ class _Builder:
                     value = (value.pointers,) if value else ()
                 elif field_name == "first":
                     value = (value.events,) if value else ()
+                elif field_name == "history":
+                    value = (value.symptoms,) if value else ()
                 selectors = value
                 line = rule.fields.get(field_name, rule.line)
                 for selector in selectors:

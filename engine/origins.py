@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from engine.context import Attempt
+from engine.context import Attempt, History
 from engine.events import Event
 from engine.node_names import NodeNames
 from engine.ruleset import Rule
@@ -121,6 +121,50 @@ def first_events(rules: list[Rule], events: list[Event], attempt: Attempt) -> li
                 text=lead.text, last=lead.time, hint=True, captures={**lead.captures, "lead": after},
             )
         )  # fmt: skip
+    return out
+
+
+def history_events(rules: list[Rule], events: list[Event], attempt: Attempt, history: History | None) -> list[Event]:
+    """For each ``history`` rule: one event on each node that shows a line of its ``symptoms`` in this attempt and,
+    in the bundle's history, a verdict of record in one of its ``domains`` of an attempt that ended at most
+    ``within`` before this one started. A hint (``Event.hint``): the history names the node, never attributes it.
+    The event lies at the node's first symptom; its ref and line are the history's (the latest such verdict)."""
+    if not rules or history is None or not history.nodes:
+        return []
+    start = attempt.start.timestamp()
+    out = []
+    for rule in rules:
+        condition = rule.history
+        first: dict[str, Event] = {}
+        for event in sorted(events, key=Event.sort_key):
+            if event.node is not None and not event.hint and condition.symptoms.selects(event.rule):
+                first.setdefault(event.node, event)
+        for node in sorted(first):
+            past = [
+                verdict
+                for verdict in history.nodes
+                if verdict.node == node and verdict.domain in condition.domains
+                and 0 <= start - verdict.end.timestamp() <= condition.within
+            ]  # fmt: skip
+            if not past:
+                continue
+            latest = max(past, key=lambda verdict: (verdict.end, verdict.ref))
+            symptom = first[node]
+            days = (start - latest.end.timestamp()) / 86400
+            reviewed = "reviewed" if latest.reviewed else "the engine's"
+            text = (
+                f"history: {node} was the root cause of {latest.name} ({latest.domain}/{latest.subdomain}, "
+                f"{reviewed}), which ended {latest.end.strftime('%Y-%m-%dT%H:%M:%SZ')}, {days:.1f} days before this "
+                f"attempt started; {len(past)} such verdict(s) in the window"
+            )
+            out.append(
+                Event(
+                    rule=rule, node=node, time=symptom.time, exact=symptom.exact, source="history", kind=symptom.kind,
+                    ref=latest.ref, text=text, last=symptom.time, hint=True, low=symptom.low, high=symptom.high,
+                    captures={"verdicts": str(len(past)), "last": latest.name, "verdict":
+                              f"{latest.domain}/{latest.subdomain}", "days": f"{days:.1f}", "symptom": symptom.rule.id},
+                )
+            )  # fmt: skip
     return out
 
 

@@ -203,6 +203,17 @@ class ConvergeCondition:
 
 
 @dataclass(frozen=True)
+class HistoryCondition:
+    """A line of the ``symptoms`` selection on a node that the bundle's history (``history/nodes.json``) shows with a
+    verdict of record in one of the ``domains``, of an attempt that ended at most ``within`` seconds before this one
+    started: that node is nominated (docs/rules.md, "History")."""
+
+    symptoms: Selector
+    domains: frozenset[str]
+    within: float = 14 * 86400.0
+
+
+@dataclass(frozen=True)
 class FirstCondition:
     """The node whose line of the ``events`` selection (passing the rule's ``where``) came first, at an exact time,
     more than ``margin`` before any other node's: where the failure began (torchrun's first failed worker)."""
@@ -256,6 +267,7 @@ class Rule:
     flight_recorder: FlightRecorderCondition | None = None
     converge: ConvergeCondition | None = None
     first: FirstCondition | None = None
+    history: HistoryCondition | None = None
     points_at: str | None = None  # the capture naming the peer (a host or an address) a line blames
     symptom_kind: str | None = None  # cascade | teardown (symptoms only)
     domain: str | None = None

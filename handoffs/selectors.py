@@ -154,6 +154,16 @@ def diagnosis_repeat_offenders(diagnosis: Diagnosis) -> list[tuple[Node, int]]:
     return [(node, counts[node.pk]) for node in nodes if node.pk in counts]
 
 
+def node_recent_causes(node: Node, *, limit: int = 5) -> list[tuple[str, int, str, str]]:
+    """The attempts in the repeat-offender window whose verdict of record names the node, newest first: (job id,
+    attempt number, domain, subdomain) of ``limit`` of them at most, what a drain proposal cites."""
+    links = Attempt.verdict_nodes.through.objects.filter(node=node, attempt__end__gte=repeat_offender_window())
+    rows = links.order_by("-attempt__end", "-attempt_id").values_list(
+        "attempt__job__job_id", "attempt__number", "attempt__verdict_domain", "attempt__verdict_subdomain"
+    )
+    return list(rows[:limit])
+
+
 # Notifications ---------------------------------------------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ def diagnosis_handoffs(diagnosis_id: int) -> None:
         notifications.diagnosis_notify(diagnosis=diagnosis, offenders=offenders)
         notifications.pattern_notify(diagnosis=diagnosis)
         for node, count in offenders:
-            drains.drain_propose_repeat_offender(node=node, count=count)
+            drains.drain_propose_repeat_offender(node=node, count=count, attempt=diagnosis.attempt)
 
 
 @shared_task

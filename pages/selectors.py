@@ -73,6 +73,16 @@ def attempt_page(pk: int) -> Attempt | None:
     )
 
 
+def job_find(*, cluster: str, job_id: str) -> Job | None:
+    return Job.objects.select_related("cluster").filter(cluster__name=cluster, job_id=job_id).first()
+
+
+def job_attempts(job_id: int) -> list[Attempt]:
+    """Every attempt of one job (its first run, then its requeues and restarts) in order, as the lists show them,
+    each with its verdict of record."""
+    return list(attempt_table().filter(job_id=job_id).order_by("number", "start", "pk"))
+
+
 def attempt_node_names(attempt: Attempt) -> list[str]:
     return sorted(attempt.nodes.values_list("name", flat=True))
 

@@ -2,7 +2,20 @@
 
 from django.urls import path
 
-from pages.views import attempts, clusters, exports, handoffs, lists, nodes, overview, patterns, search, uploads
+from pages.views import (
+    attempts,
+    changes,
+    clusters,
+    exports,
+    handoffs,
+    jobs,
+    lists,
+    nodes,
+    overview,
+    patterns,
+    search,
+    uploads,
+)
 
 app_name = "pages"
 
@@ -10,8 +23,10 @@ urlpatterns = [
     path("", overview.overview, name="overview"),
     path("jobs/", lists.job_list, name="job-list"),
     path("jobs/export.<str:format>", exports.job_export, name="job-export"),
+    path("jobs/<str:cluster>/<str:job_id>/", jobs.job_detail, name="job-detail"),
     path("upload/", uploads.attempt_upload, name="upload"),
     path("attempts/<int:pk>/", attempts.attempt_detail, name="attempt-detail"),
+    path("attempts/<int:pk>/changes", changes.attempt_changes, name="attempt-changes"),
     path("attempts/<int:pk>/review", attempts.attempt_review, name="attempt-review"),
     path("attempts/<int:pk>/reviews/<int:review_id>/withdraw", attempts.review_withdraw, name="review-withdraw"),
     path("review/subdomains", attempts.review_subdomains, name="review-subdomains"),

@@ -234,6 +234,9 @@ FAULTLINE_CONNECTOR_PATHS = env_list("FAULTLINE_CONNECTOR_PATHS", [])
 # that ended in the last FAULTLINE_REPEAT_OFFENDER_DAYS days is badged a repeat offender.
 FAULTLINE_REPEAT_OFFENDER_COUNT = env_int("FAULTLINE_REPEAT_OFFENDER_COUNT", 3)
 FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
+# Gathering writes into each bundle the verdicts of record of its nodes in the FAULTLINE_HISTORY_DAYS days before the
+# attempt started (history/, docs/bundles.md), which rules may weigh (docs/rules.md, "History").
+FAULTLINE_HISTORY_DAYS = env_int("FAULTLINE_HISTORY_DAYS", 14)
 # Hand-offs (docs/handoffs.md). /metrics answers a scraper with the bearer token (the variable, or the file
 # FAULTLINE_METRICS_TOKEN_FILE names) or from one of the networks (CIDR); with neither it refuses every scrape.
 FAULTLINE_METRICS_TOKEN = env_secret_file("FAULTLINE_METRICS_TOKEN")

@@ -20,6 +20,25 @@ def time_limit_event(d: BundleDraft) -> tuple[str, str]:
     return ("TimeLimit", f"Time limit exhausted for JobId={d.job_id}")
 
 
+EARLIER_NCCL = "2.21.5"  # the NCCL of the site before it upgraded (demo.training.NCCL_VERSION after)
+
+
+def training_completed(d: BundleDraft) -> tuple[str, ...]:
+    """A run that worked: it trains to its last iteration on the NCCL of the time (before the site's upgrade), every
+    rank exits cleanly and Slurm records the job COMPLETED. The good attempt "What changed" compares a failure with."""
+    d.training.nccl_version = EARLIER_NCCL
+    d.training.style = "megatron"
+    begin = d.begin()
+    done = d.fault_after(begin, 30, 120)
+    d.training.train(begin, done)
+    finished = d.after(d.training.last_progress, 0.5, 3)
+    d.training.completed(finished)
+    for rank in d.training.ranks:
+        d.training.end(rank, d.after(finished, 2, 20), 0)
+    d.finish("COMPLETED", exit_code="0:0", completion=[f"_job_complete: JobId={d.job_id} WEXITSTATUS 0"])
+    return ()
+
+
 def slurm_preemption(d: BundleDraft) -> tuple[str, ...]:
     """A higher-priority job preempts this one (PreemptMode=CANCEL)."""
     moment = d.trains_for(20, 300)

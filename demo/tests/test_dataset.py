@@ -30,7 +30,7 @@ def test_the_set_spans_three_clusters_many_kinds_and_a_mix_of_outcomes(demo_set)
     clusters = Counter(written.path.parent.name for written in demo_set)
     outcomes = Counter(written.outcome for written in demo_set)
 
-    assert 40 <= len(demo_set) <= 50
+    assert 40 <= len(demo_set) <= 52
     assert set(clusters) == {"dgx-a", "dgx-b", "gke-ml"}
     assert len({written.kind for written in demo_set}) >= 12
     assert outcomes["attributed"] > len(demo_set) * 3 // 4
@@ -83,10 +83,14 @@ def test_a_requeued_job_has_a_second_attempt_after_its_first():
     by_job = Counter((attempt.cluster, attempt.job_id) for attempt in planned)
 
     assert [attempt.start for attempt in planned] == sorted(attempt.start for attempt in planned)
-    ((_, job_id),) = [job for job, count in by_job.items() if count == 2]
+    ((_, job_id),) = [job for job, count in by_job.items() if count == 2 and job[1] not in _upgraded(planned)]
     first, second = [a for a in planned if a.job_id == job_id]
     assert (first.kind, first.attempt, second.attempt) == ("node-lost", 0, 1)
     assert second.start > first.start + timedelta(hours=6)
+
+
+def _upgraded(planned) -> set[str]:
+    return {attempt.job_id for attempt in planned if attempt.kind == "training-completed"}
 
 
 def test_the_set_is_the_same_for_the_same_seed_and_now(tmp_path):
@@ -103,3 +107,25 @@ def test_the_set_is_the_same_for_the_same_seed_and_now(tmp_path):
 def test_now_must_say_its_time_zone():
     with pytest.raises(ValueError, match="aware"):
         plan_demo_set(1, now=datetime(2025, 6, 1, 12, 0))  # noqa: DTZ001
+
+
+def test_the_set_has_a_requeue_and_a_job_that_worked_before_it_failed(demo_set):
+    records = [json.loads((written.path / "attempt.json").read_text()) for written in demo_set]
+    jobs: dict[tuple[str, str], list[dict]] = {}
+    for record in records:
+        jobs.setdefault((record["cluster"], record["job_id"]), []).append(record)
+    several = {key: sorted(runs, key=lambda r: r["attempt"]) for key, runs in jobs.items() if len(runs) > 1}
+    states = sorted([run["state"] for run in runs] for runs in several.values())
+    assert states == [["COMPLETED", "FAILED"], ["NODE_FAIL", "TIMEOUT"]]  # the upgraded job, the requeue
+    ((good, failed),) = [runs for runs in several.values() if runs[0]["state"] == "COMPLETED"]
+    assert good["start"] < failed["start"]
+    assert good["name"] == failed["name"]
+    assert good["user"] == failed["user"]
+    assert len(set(good["nodes"]) & set(failed["nodes"])) == 3  # one node swapped
+
+    def nccl(record):
+        written = next(w for w in demo_set if w.path.name == f"{record['job_id']}-{record['attempt']}")
+        logs = [path for path in (written.path / "logs").rglob("*") if path.is_file()]
+        return {m for path in logs for m in re.findall(r"NCCL version (\S+)", path.read_text())}
+
+    assert (nccl(good), nccl(failed)) == ({"2.21.5+cuda12.6"}, {"2.23.4+cuda12.6"})

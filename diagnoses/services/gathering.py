@@ -5,9 +5,13 @@ An attempt found by polling (``Attempt.discovery`` set) is gathered once, by its
 through ``connectors.gather``, with what each could not gather reported. That is written into the bundle
 store as the attempt's bundle, the one source of truth from then on (analysis, evidence lines,
 re-analysis, backtests, ``export-bundle``); nothing else reads a connector for an attempt. Gathering
-records each source's health: a source that failed is backed off (its circuit breaker: the attempts gathered
-meanwhile do not ask it and report it as a gap; the clusters page shows it) and the sources are asked at once, none
-past ``FAULTLINE_GATHER_DEADLINE`` seconds, so a source that never answers costs one gathering that long.
+writes the store's history of the attempt's nodes and job
+into it (``history/``: the verdicts of record of its nodes in the window before it started, its job's previous
+attempts; ``diagnoses.selectors.attempt_history``), so the rules may weigh it and the same bundle always gives the
+same diagnosis. Gathering records each source's health: a source that failed is backed off (its circuit breaker:
+the attempts gathered meanwhile do not ask it and report it as a gap; the clusters page shows it) and the sources
+are asked at once, none past ``FAULTLINE_GATHER_DEADLINE`` seconds, so a source that never answers costs one
+gathering that long.
 An attempt that came as a bundle has nothing to gather.
 
 ``attempt_gather_again`` is the explicit request (a POST) to gather a discovered attempt anew when its
@@ -27,6 +31,7 @@ from connectors.gather import gather as gather_sources
 from diagnoses import bundle_store
 from diagnoses.cluster_connectors import backoff_seconds, scheduler_of, source_of
 from diagnoses.models import Attempt, Source
+from diagnoses.selectors import attempt_history
 from diagnoses.services.attempts import attempt_enqueue
 from engine.context import SourceReport
 
@@ -64,7 +69,8 @@ def attempt_gather(*, attempt: Attempt) -> None:
     )  # fmt: skip
     for one in [*watched[Source.Role.LOGS], *watched[Source.Role.METRICS]]:
         source_record_health(source=one.source, problem=one.problem)
-    bundle_store.store_context(attempt.bundle, replace(context, reports=(*context.reports, *gaps)))
+    history = attempt_history(attempt, days=settings.FAULTLINE_HISTORY_DAYS)
+    bundle_store.store_context(attempt.bundle, replace(context, reports=(*context.reports, *gaps), history=history))
     gathered = timezone.now()
     Attempt.objects.filter(pk=attempt.pk, gathered=None).update(gathered=gathered)
     attempt.gathered = gathered

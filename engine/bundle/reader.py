@@ -16,7 +16,10 @@ from engine.bundle.query_range import series_of_document
 from engine.context import (
     Attempt,
     AttemptContext,
+    History,
     LogStream,
+    NodeVerdict,
+    PreviousAttempt,
     SchedulerEvent,
     SourceReport,
     TaskRanks,
@@ -26,10 +29,11 @@ from engine.context import (
 from engine.limits import DEFAULT_LIMITS, Limits, load_json
 
 ATTEMPT_FILE = "attempt.json"
+HISTORY = "history"  # history/nodes.json, history/attempts.json: what the store knew (optional)
 LOG_SUFFIXES = (".log", ".out", ".err")
 ATTEMPT_FIELDS = {
     "cluster", "scheduler", "job_id", "attempt", "name", "user", "nodes", "start", "end", "state",
-    "exit_code", "reason", "ranks", "tasks_per_node", "timezone",
+    "exit_code", "reason", "ranks", "tasks_per_node", "timezone", "image", "environment",
 }  # fmt: skip
 REQUIRED_FIELDS = ("cluster", "scheduler", "job_id", "nodes", "start", "end", "state")
 # What the connectors that gathered a bundle could and could not gather (optional, at the bundle's top).
@@ -103,6 +107,11 @@ def parse_attempt(
     end = parse_time(data["end"], f"{where}: field 'end'")
     if end < start:
         raise BundleError(f"{where}: field 'end' is before 'start'")
+    if not isinstance(data.get("image", ""), str):
+        raise BundleError(f"{where}: field 'image' must be a string")
+    environment = data.get("environment", {})
+    if not isinstance(environment, dict) or not all(isinstance(v, str) for v in environment.values()):
+        raise BundleError(f"{where}: field 'environment' must be an object of strings")
     timezone = text_fields["timezone"] or "UTC"
     try:
         ZoneInfo(timezone)
@@ -172,6 +181,74 @@ def _json_file(path: Path, ref: str, limits: Limits):
         return load_json(path.read_bytes(), limits)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"{ref}: not valid JSON ({exc})") from None
+
+
+def read_history(folder: Path, limits: Limits = DEFAULT_LIMITS) -> History:
+    """``history/`` (docs/bundles.md): ``nodes.json`` (``{"window_days", "verdicts": [...]}``) and ``attempts.json``
+    (a list), each optional; a BundleError names the file, the entry and the field at fault."""
+    window, verdicts, attempts = 14, [], []
+    ref = f"{HISTORY}/nodes.json"
+    if (folder / "nodes.json").is_file():
+        data = _json_file(folder / "nodes.json", ref, limits)
+        if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
+            raise BundleError(f"{ref}: expected an object with a list of verdicts")
+        window = data.get("window_days", 14)
+        if not isinstance(window, int) or isinstance(window, bool) or window < 0:
+            raise BundleError(f"{ref}: field 'window_days' must be a non-negative integer")
+        for index, item in enumerate(data["verdicts"]):
+            where = f"{ref}: verdict {index}"
+            if not isinstance(item, dict):
+                raise BundleError(f"{where}: expected an object")
+            verdicts.append(
+                NodeVerdict(
+                    node=_history_text(item, "node", where, required=True),
+                    cluster=_history_text(item, "cluster", where, required=True),
+                    job_id=_history_text(item, "job_id", where, required=True),
+                    attempt=_history_number(item, "attempt", where),
+                    end=parse_time(item.get("end"), f"{where}: field 'end'"),
+                    outcome=_history_text(item, "outcome", where),
+                    domain=_history_text(item, "domain", where),
+                    subdomain=_history_text(item, "subdomain", where),
+                    reviewed=item.get("reviewed") is True,
+                    ref=f"{ref}#{index}",
+                )
+            )
+    ref = f"{HISTORY}/attempts.json"
+    if (folder / "attempts.json").is_file():
+        for index, item in enumerate(_json_objects(folder / "attempts.json", ref, "attempts", limits)):
+            where = f"{ref}: entry {index}"
+            nodes = item.get("nodes", [])
+            if not isinstance(nodes, list) or not all(isinstance(node, str) for node in nodes):
+                raise BundleError(f"{where}: field 'nodes' must be a list of node names")
+            attempts.append(
+                PreviousAttempt(
+                    attempt=_history_number(item, "attempt", where),
+                    start=parse_time(item.get("start"), f"{where}: field 'start'"),
+                    end=parse_time(item.get("end"), f"{where}: field 'end'"),
+                    state=_history_text(item, "state", where),
+                    outcome=_history_text(item, "outcome", where),
+                    domain=_history_text(item, "domain", where),
+                    subdomain=_history_text(item, "subdomain", where),
+                    nodes=tuple(nodes),
+                    reviewed=item.get("reviewed") is True,
+                    ref=f"{ref}#{index}",
+                )
+            )
+    return History(window_days=window, nodes=tuple(verdicts), attempts=tuple(attempts))
+
+
+def _history_text(item: dict, name: str, where: str, *, required: bool = False) -> str:
+    value = item.get(name, "")
+    if not isinstance(value, str) or required and not value:
+        raise BundleError(f"{where}: field {name!r} must be a{' non-empty' if required else ''} string")
+    return value
+
+
+def _history_number(item: dict, name: str, where: str) -> int:
+    value = item.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BundleError(f"{where}: field {name!r} must be a non-negative integer")
+    return value
 
 
 def read_events(path: Path, ref: str, limits: Limits = DEFAULT_LIMITS) -> list[SchedulerEvent]:
@@ -262,6 +339,12 @@ def load_bundle(path: str | Path, *, strict: bool = False, limits: Limits = DEFA
         reports.append(_left_out("metrics", len(metrics), limits.series))
         metrics = metrics[: limits.series]
     traces = _trace_files(root, FLIGHT_RECORDER, reports)
+    history = None
+    if (root / HISTORY).is_dir():
+        try:
+            history = read_history(root / HISTORY, limits)
+        except BundleError as exc:
+            reports.append(SourceReport(name=HISTORY, kind="history", status="unreadable", detail=str(exc)))
     return AttemptContext(
         attempt=attempt,
         streams=tuple(streams),
@@ -269,6 +352,7 @@ def load_bundle(path: str | Path, *, strict: bool = False, limits: Limits = DEFA
         metrics=tuple(metrics),
         reports=tuple(reports),
         flight_recorder=traces,
+        history=history,
     )
 
 

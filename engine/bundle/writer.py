@@ -17,10 +17,11 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from engine.bundle.query_range import node_from_labels
-from engine.bundle.reader import ATTEMPT_FILE, FLIGHT_RECORDER, LOG_SUFFIXES, SOURCES_FILE, BundleError
+from engine.bundle.reader import ATTEMPT_FILE, FLIGHT_RECORDER, HISTORY, LOG_SUFFIXES, SOURCES_FILE, BundleError
 from engine.context import (
     Attempt,
     AttemptContext,
+    History,
     LogStream,
     MetricSeries,
     SchedulerEvent,
@@ -66,11 +67,31 @@ def write_bundle(
         _write_json(destination / file, {"status": "success", "data": {"resultType": "matrix", "result": result}})
     for trace in context.flight_recorder:
         _write_trace(trace, destination / FLIGHT_RECORDER / _safe(trace.name))
+    if context.history is not None:
+        write_history(context.history, destination / HISTORY)
     if reports:
         _write_json(
             destination / SOURCES_FILE,
             [{"name": r.name, "kind": r.kind, "status": r.status, "detail": r.detail} for r in reports],
         )
+
+
+def write_history(history: History, folder: Path) -> None:
+    """``history/`` as docs/bundles.md specifies it: ``nodes.json`` and ``attempts.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    verdicts = [
+        {"node": v.node, "cluster": v.cluster, "job_id": v.job_id, "attempt": v.attempt, "end": rfc3339(v.end),
+         "outcome": v.outcome, "domain": v.domain, "subdomain": v.subdomain, "reviewed": v.reviewed}
+        for v in history.nodes
+    ]  # fmt: skip
+    _write_json(folder / "nodes.json", {"window_days": history.window_days, "verdicts": verdicts})
+    attempts = [
+        {"attempt": a.attempt, "start": rfc3339(a.start), "end": rfc3339(a.end), "state": a.state,
+         "outcome": a.outcome, "domain": a.domain, "subdomain": a.subdomain, "nodes": list(a.nodes),
+         "reviewed": a.reviewed}
+        for a in history.attempts
+    ]  # fmt: skip
+    _write_json(folder / "attempts.json", attempts)
 
 
 def attempt_document(attempt: Attempt) -> dict:

@@ -200,3 +200,15 @@ def test_a_gathered_stream_past_its_limit_keeps_its_ends_and_the_cut_is_reported
         "logs/node01/syslog.log: 8,000 bytes left out (the per-stream limit, 2,000 bytes)",
         "logs/node02/syslog.log: 9,000 bytes left out (the per-attempt limit, 1,000 bytes)",
     }
+
+
+def test_the_image_and_environment_of_the_record_are_accepted_and_checked(tmp_path):
+    from engine.bundle import BundleError, parse_attempt
+    from engine.tests.bundles import attempt_record
+
+    record = attempt_record(image="nvcr.io/nvidia/pytorch:25.01-py3", environment={"NCCL_IB_HCA": "mlx5_0"})
+    assert parse_attempt(record, strict=True).job_id == "48213"
+    with pytest.raises(BundleError, match="field 'image' must be a string"):
+        parse_attempt({**record, "image": ["a"]}, strict=True)
+    with pytest.raises(BundleError, match="field 'environment' must be an object of strings"):
+        parse_attempt({**record, "environment": {"NCCL_IB_HCA": 1}}, strict=True)

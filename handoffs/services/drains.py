@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -57,15 +58,22 @@ def drain_propose(*, node: Node, reason: str, user=None, attempt: Attempt | None
     return drain
 
 
-def drain_propose_repeat_offender(*, node: Node, count: int) -> Drain | None:
+def drain_propose_repeat_offender(*, node: Node, count: int, attempt: Attempt | None = None) -> Drain | None:
     """Faultline's own proposal for a node that became a repeat offender, when the cluster's policy asks for one and
-    the node has no drain under way."""
+    the node has no drain under way; its reason cites the node's history (the latest attempts whose verdict of record
+    names it), ``attempt`` is the one that made it a repeat offender."""
     if not selectors.drain_policy_of(node.cluster).propose_repeat_offenders:
         return None
     if Drain.objects.filter(node=node, state__in=Drain.ACTIVE).exists():
         return None
+    reason = f"repeat offender: root cause of {count} attempts"
+    causes = selectors.node_recent_causes(node)
+    if causes:
+        days = settings.FAULTLINE_REPEAT_OFFENDER_DAYS
+        cited = ", ".join(f"job {job}#{number} {subdomain or domain}" for job, number, domain, subdomain in causes)
+        reason += f" in {days} days ({cited}{', ...' if count > len(causes) else ''})"
     try:
-        return drain_propose(node=node, reason=f"repeat offender: root cause of {count} attempts")
+        return drain_propose(node=node, reason=reason, attempt=attempt)
     except ValidationError as exc:
         logger.info("no automatic drain proposal for %s: %s", node.name, exc.messages)
         return None

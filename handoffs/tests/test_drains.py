@@ -192,9 +192,13 @@ def test_a_diagnosis_that_makes_a_repeat_offender_proposes_its_drain_when_the_po
     drains.drain_policy_set(cluster=first.cluster, user=people["admin"], propose_repeat_offenders=True)
     analysed("2")
     assert not Drain.objects.exists()  # root cause twice: not yet a repeat offender
-    analysed("3")
+    third = analysed("3")
     drain = Drain.objects.get()
     assert (drain.node.name, drain.state, drain.automatic) == ("node02", State.PROPOSED, True)
-    assert drain.reason == "repeat offender: root cause of 3 attempts"
+    # the proposal cites the history that made the node a repeat offender, and the attempt that did
+    assert drain.reason == (
+        "repeat offender: root cause of 3 attempts in 30 days (job 3#0 gpu.bus, job 2#0 gpu.bus, job 1#0 gpu.bus)"
+    )
+    assert drain.attempt_id == third.pk
     analysed("4")
     assert Drain.objects.count() == 1  # one at a time per node

@@ -64,6 +64,15 @@ def _verdict(attempt: Attempt) -> dict:
     }  # fmt: skip
 
 
+def _offenders(attempt: Attempt, nodes: list[str]) -> list[dict]:
+    """The attempt's nodes that are repeat offenders (root cause of at least the threshold's attempts that ended in the
+    window), whatever this attempt's verdict: a node that keeps failing is flagged wherever it runs."""
+    since = timezone.now() - timedelta(days=settings.FAULTLINE_REPEAT_OFFENDER_DAYS)
+    counts = selectors.repeat_offenders(nodes, cluster=attempt.cluster, since=since)
+    threshold = settings.FAULTLINE_REPEAT_OFFENDER_COUNT
+    return [{"name": name, "count": counts[name]} for name in nodes if counts.get(name, 0) >= threshold]
+
+
 def _review_history(attempt: Attempt) -> list:
     """Every review, each marked active (the verdict of record), superseded (by a newer one) or withdrawn."""
     history = selectors.attempt_reviews(attempt)
@@ -96,6 +105,9 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         "nodes": nodes,
         "verdict": _verdict(attempt),
         "reviews": _review_history(attempt),
+        "offenders": _offenders(attempt, nodes),
+        "job_attempts": selectors.job_attempts(attempt.job_id),
+        "last_good": diagnoses_selectors.attempt_last_good(attempt),
         "may_review": may_review and diagnosis is not None,
         "analysis_pending": diagnosis is None and attempt.analysis_state in PENDING_STATES,
         "form": form or ReviewForm(nodes=nodes),
@@ -107,6 +119,11 @@ def _attempt_context(request, attempt: Attempt, form: ReviewForm | None = None) 
         return context
     document = diagnosis.document
     evidence = selectors.evidence_trail(diagnosis)
+    earlier = diagnoses_selectors.history_attempts(
+        attempt=attempt, refs=[item.ref for item in evidence if item.source == "history"]
+    )
+    for item in evidence:
+        item.history_attempt = earlier.get(item.ref)
     root_nodes = set((document["root_cause"] or {}).get("nodes", ()))
     highlighted = {name for candidate in document["candidates"] for name in candidate["nodes"]}
     highlighted |= {item.node.name for item in evidence if item.node is not None}

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 from contextlib import ExitStack, contextmanager
+from datetime import timedelta
 from pathlib import Path
 from unittest import mock
 
@@ -67,8 +68,8 @@ QUERIES = {
 @pytest.fixture
 def stored(make_bundle, write_bundle, store, person, folder_cluster, tmp_path, django_capture_on_commit_callbacks):
     """One of everything: an analysed and reviewed attempt kept as a regression case, an attempt no rule explains
-    (its leads, their failure pattern), a draft revision, a finished backtest, and a cluster watching a folder whose
-    attempt is discovered but not gathered."""
+    (its leads, their failure pattern), a draft revision, a finished backtest, a cluster watching a folder whose
+    attempt is discovered but not gathered, and a run of the first attempt's job that worked before it."""
     attempt = store(make_bundle(job_id="1"))
     unknown = store(
         write_bundle(
@@ -99,6 +100,10 @@ def stored(make_bundle, write_bundle, store, person, folder_cluster, tmp_path, d
     delivery = Delivery.objects.create(incident=incident, number=1, ok=False, answer="HTTP 503")
     drain = Drain.objects.create(
         cluster=attempt.cluster, node=evidence.node, attempt=attempt, reason="xid", proposed_by=triager
+    )
+    # a run of job 1 that worked before it: "What changed" compares the two bundles (read, never written)
+    store(
+        make_bundle(job_id="1", attempt=1, state="COMPLETED", faulty=None, start=make_bundle.start - timedelta(days=1))
     )
     return {
         "notification-rule": rule,
@@ -135,6 +140,7 @@ def kwargs_for(namespace: str | None, name: str, names: list[str], stored: dict)
         "lead_id": stored["lead"].pk,
         "key": stored["lead"].template.key,
         "cluster": stored["attempt"].cluster.name,
+        "job_id": stored["attempt"].job.job_id,
         "number": stored["draft"].number,
     }
     if namespace == "api":
