@@ -1,0 +1,50 @@
+"""Wordings by family: the default pack classifies a family of messages by the structure they share, not by the
+cases seen (issue 23, item 6). Each test writes a small bundle for the mechanism and runs the default pack on it."""
+
+import pytest
+
+from engine.tests.bundles import diagnose_bundle, write_bundle
+
+TORCHRUN_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"
+
+
+def app_log(*texts: str) -> list[str]:
+    return [f"[2026-11-02 09:{i + 10:02d}:00,000] {text}" for i, text in enumerate(texts)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "python: error while loading shared libraries: libcudart.so.12: cannot open shared object file: "
+        "No such file or directory",
+        "ImportError: /opt/venv/lib/python3.11/site-packages/apex_C.cpython-311-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN3c1015SmallVectorBaseIjE8grow_podEPKvmm",
+        "OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /opt/lib/libfoo.so)",
+        "./train: /usr/lib64/libstdc++.so.6: version `CXXABI_1.3.15' not found (required by ./train)",
+    ],
+)
+def test_a_library_that_does_not_load_is_the_jobs_environment_even_when_one_node_printed_it(tmp_path, line):
+    logs = {
+        "node02/train.log": app_log("Starting rank 8", line, TORCHRUN_FAILED),
+        "node01/train.log": app_log("Starting rank 0", "[rank0]: RuntimeError: NCCL communicator was aborted"),
+    }
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs))
+    assert result["root_cause"]["rule"] == "app.shared_library"
+    assert (result["domain"], result["subdomain"]) == ("application", "config")
+    assert result["root_cause"]["nodes"] == []  # job-level: every rank loads the same libraries
+
+
+def test_an_optional_library_probe_is_not_a_cause(tmp_path):
+    probes = [
+        "node01:2814086:2814086 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
+        "cannot open shared object file: No such file or directory",
+        "node01:2814086:2814086 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+        "libibverbs: Warning: couldn't load driver 'libmlx4-rdmav34.so': libmlx4-rdmav34.so: cannot open shared "
+        "object file: No such file or directory",
+    ]
+    quiet = diagnose_bundle(write_bundle(tmp_path / "quiet", logs={"node01/train.log": app_log(*probes)}))
+    assert quiet["root_cause"] is None
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    failed = diagnose_bundle(write_bundle(tmp_path / "oom", logs={"node01/train.log": app_log(*probes, oom)}))
+    assert failed["root_cause"]["rule"] == "cuda.out_of_memory"
+    assert not any(item["rule"] == "app.shared_library" for item in failed["evidence"])
