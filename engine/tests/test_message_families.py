@@ -48,3 +48,48 @@ def test_an_optional_library_probe_is_not_a_cause(tmp_path):
     failed = diagnose_bundle(write_bundle(tmp_path / "oom", logs={"node01/train.log": app_log(*probes, oom)}))
     assert failed["root_cause"]["rule"] == "cuda.out_of_memory"
     assert not any(item["rule"] == "app.shared_library" for item in failed["evidence"])
+
+
+@pytest.mark.parametrize(
+    ("line", "rule", "classification"),
+    [
+        ("RuntimeError: CUDA error: too many resources requested for launch", "cuda.program_error",
+         ("application", "cuda_error")),
+        ("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorInvalidConfiguration: "
+         "invalid configuration argument", "cuda.program_error", ("application", "cuda_error")),
+        ("RuntimeError: CUDA error: PTX JIT compiler library not found", "app.config_error", ("application", "config")),
+    ],
+)  # fmt: skip
+def test_a_cuda_error_the_program_or_its_build_causes_is_the_jobs(tmp_path, line, rule, classification):
+    logs = {"node03/train.log": app_log("Starting rank 16", line)}
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs))
+    assert (result["root_cause"]["rule"], (result["domain"], result["subdomain"])) == (rule, classification)
+    assert result["root_cause"]["nodes"] == []
+
+
+def test_a_cuda_error_of_the_nodes_mps_service_is_that_nodes(tmp_path):
+    line = "CudaAPIError: [805] Call to cuCtxCreate_v4 results in CUDA_ERROR_MPS_CONNECTION_FAILED"
+    result = diagnose_bundle(write_bundle(tmp_path, logs={"node03/train.log": app_log(line)}))
+    assert (result["root_cause"]["rule"], result["subdomain"]) == ("cuda.mps", "driver.mps")
+    assert result["root_cause"]["nodes"] == ["node03"]
+
+
+def test_no_usable_gpu_is_ambiguous_between_the_node_and_the_job(tmp_path):
+    logs = {"node02/train.log": app_log("RuntimeError: CUDA error: no CUDA-capable device is detected")}
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs))
+    assert result["outcome"] == "ambiguous"
+    assert {(c["domain"], c["subdomain"]) for c in result["candidates"]} == {
+        ("software", "driver"),
+        ("hardware", "gpu"),
+        ("application", "config"),
+    }
+
+
+def test_a_cuda_call_during_teardown_is_never_the_cause(tmp_path):
+    ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+    after = ["RuntimeError: CUDA error: driver shutting down", "CUDA_ERROR_CONTEXT_IS_DESTROYED"]
+    result = diagnose_bundle(write_bundle(tmp_path / "ecc", logs={"node02/train.log": app_log(ecc, *after)}))
+    assert (result["root_cause"]["rule"], result["root_cause"]["nodes"]) == ("cuda.ecc_uncorrectable", ["node02"])
+    alone = diagnose_bundle(write_bundle(tmp_path / "alone", logs={"node02/train.log": app_log(*after)}))
+    assert alone["root_cause"] is None
+    assert alone["candidates"] == []
