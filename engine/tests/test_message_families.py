@@ -93,3 +93,37 @@ def test_a_cuda_call_during_teardown_is_never_the_cause(tmp_path):
     alone = diagnose_bundle(write_bundle(tmp_path / "alone", logs={"node02/train.log": app_log(*after)}))
     assert alone["root_cause"] is None
     assert alone["candidates"] == []
+
+
+NCCL_ERROR = (
+    "[rank{rank}]: torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/"
+    "NCCLUtils.cpp:77, {text}, NCCL version 2.21.5"
+)
+
+
+@pytest.mark.parametrize("text", ["invalid usage (run with NCCL_DEBUG=WARN for details)", "invalid argument"])
+def test_nccls_invalid_usage_or_argument_is_the_jobs_configuration(tmp_path, text):
+    logs = {
+        "node01/train.log": app_log(NCCL_ERROR.format(rank=0, text=text)),
+        "node02/train.log": app_log("[rank8]: RuntimeError: NCCL communicator was aborted on rank 8."),
+    }
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs))
+    assert (result["root_cause"]["rule"], result["domain"], result["subdomain"]) == (
+        "nccl.invalid_usage",
+        "application",
+        "config",
+    )
+    assert result["root_cause"]["nodes"] == []
+
+
+def test_an_nccl_operation_still_in_progress_is_a_symptom_of_what_stopped_it(tmp_path):
+    pending = NCCL_ERROR.format(rank=8, text="NCCL operation in progress")
+    alone = diagnose_bundle(write_bundle(tmp_path / "alone", logs={"node02/train.log": app_log(pending)}))
+    assert alone["root_cause"] is None
+    assert alone["candidates"] == []
+    logs = {
+        "node01/train.log": app_log("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB"),
+        "node02/train.log": app_log(pending),
+    }
+    result = diagnose_bundle(write_bundle(tmp_path / "oom", logs=logs))
+    assert (result["root_cause"]["rule"], result["root_cause"]["nodes"]) == ("cuda.out_of_memory", ["node01"])
