@@ -23,6 +23,11 @@ ACTIONS = {
     "after the reboot, check the GPU's seating, power and cooling, or send it for service.",
     "FIX_DRIVER": "Update or reinstall the NVIDIA driver on the node (the driver and the CUDA runtime disagree, or "
     "the driver failed to load): NVIDIA's bucket UPDATE_SW.",
+    "CHECK_GPU_AVAILABLE": "Check that the job's processes can use the node's GPUs: nvidia-smi on the node (a GPU "
+    "missing, held by another process in an exclusive compute mode, or the driver not loaded), and the job's container "
+    "and CUDA_VISIBLE_DEVICES (a job given no GPU fails the same way on every node).",
+    "RESTART_MPS": "Restart the node's CUDA Multi-Process Service (nvidia-cuda-mps-control) and read its server log "
+    "before resuming the node: the MPS service failed the job's processes, not the program.",
     "RESET_FABRIC": "Reset the NVSwitch fabric of the node (restart the Fabric Manager after the GPUs are idle, or "
     "reboot the node): an NVSwitch reported a fatal error and the GPUs cannot talk over NVLink.",
     "RESTART_FABRIC_MANAGER": "Restart the NVIDIA Fabric Manager service on the node and check that it reaches "
