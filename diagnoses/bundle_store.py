@@ -135,16 +135,26 @@ def place(staged: Path, relative: str) -> None:
         object_store.upload(staged, relative)
         return
     target = path_of(relative)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(staged, target)
+    for last in (False, True):  # a removal may take the shard folder away between the two (remove, below)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(staged, target)
+            return
+        except FileNotFoundError:
+            if last or not staged.exists():
+                raise
 
 
 def remove(relative: str) -> None:
+    """Remove a bundle, and its shard folder (``3f/``) when it held nothing else: a refused upload leaves nothing."""
     if remote():
         object_store.remove(relative)
         bundle_cache.forget(relative)
         return
-    shutil.rmtree(path_of(relative), ignore_errors=True)
+    path = path_of(relative)
+    shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError):  # not empty: other bundles live there
+        path.parent.rmdir()
 
 
 def copy_tree(source: Path, destination: Path) -> None:

@@ -82,6 +82,8 @@ def test_a_duplicate_attempt_is_refused_and_nothing_more_is_stored(
     assert Attempt.objects.count() == 1
     assert len(stored_bundles()) == 1
     assert staging_left() == []
+    shards = [entry for entry in bundle_root.iterdir() if entry.name != ".incoming"]
+    assert all(any(shard.iterdir()) for shard in shards)  # no empty shard folder left by the refused one
 
 
 def test_a_database_failure_leaves_no_bundle_behind(make_bundle, bundle_root, monkeypatch, nothing_stored):
