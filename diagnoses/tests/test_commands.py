@@ -87,14 +87,6 @@ def test_reanalyse_selects_by_cluster_and_date(make_bundle):
     assert run("reanalyse", "--all").strip() == "3 attempt(s) queued for analysis"
     assert Diagnosis.objects.count() == 3  # one per attempt and revision, however often re-analysed
     assert set(Attempt.objects.values_list("analysis_state", flat=True)) == {"analysed"}
-    # a requeue, and a job that worked before it failed: what the job page and "What changed" show
-    second = Attempt.objects.filter(number=1).order_by("start")
-    assert sorted(attempt.state for attempt in second) == ["FAILED", "TIMEOUT"]
-    failed = second.get(state="FAILED")
-    good, matched_by = selectors.attempt_last_good(failed)
-    assert (good.job_id, good.number, good.state, matched_by) == (failed.job_id, 0, "COMPLETED", "job")
-    changes = selectors.attempt_changes(failed)
-    assert changes["software"][0] == {"name": "NCCL", "good": "2.21.5", "now": "2.23.4", "changed": True}
 
 
 def test_reanalyse_refuses_unclear_selections():
@@ -115,6 +107,14 @@ def test_load_demo_ingests_the_demo_data_set_once():
     assert f"{stored} stored" in output
     assert "not loaded again" in run("load_demo", "--if-empty")
     assert set(Attempt.objects.values_list("analysis_state", flat=True)) == {"analysed"}
+    # a requeue, and a job that worked before it failed: what the job page and "What changed" show
+    second = Attempt.objects.filter(number=1).order_by("start")
+    assert sorted(attempt.state for attempt in second) == ["FAILED", "TIMEOUT"]
+    failed = second.get(state="FAILED")
+    good, matched_by = selectors.attempt_last_good(failed)
+    assert (good.job_id, good.number, good.state, matched_by) == (failed.job_id, 0, "COMPLETED", "job")
+    changes = selectors.attempt_changes(failed)
+    assert changes["software"][0] == {"name": "NCCL", "good": "2.21.5", "now": "2.23.4", "changed": True}
 
     # dgx-a's scheduler is the demo scheduler: a drain is recorded beside the bundle store, no node is touched
     cluster = Cluster.objects.get(name="dgx-a")

@@ -32,9 +32,15 @@ def test_a_poll_stores_each_new_attempt_once_and_it_is_gathered_and_diagnosed(
     assert first.gathered is not None
     stored = bundle_root / first.bundle
     assert sorted(p.relative_to(stored).as_posix() for p in stored.rglob("*.*")) == [
-        "attempt.json", "logs/node01/syslog.log", "logs/node02/syslog.log", "logs/node03/syslog.log",
-        "logs/node04/syslog.log", "logs/train.log",
-    ]  # fmt: skip
+        "attempt.json",
+        "history/attempts.json",
+        "history/nodes.json",
+        "logs/node01/syslog.log",
+        "logs/node02/syslog.log",
+        "logs/node03/syslog.log",
+        "logs/node04/syslog.log",
+        "logs/train.log",
+    ]  # fmt: skip (history/: gathering writes it, docs/bundles.md)
     cluster.refresh_from_db()
     assert (cluster.last_found, cluster.failures, cluster.last_error, cluster.polling_since) == (2, 0, "", None)
     assert cluster.next_poll == cluster.last_poll + timedelta(seconds=60)

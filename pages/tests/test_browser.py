@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 from access.roles import TRIAGER, VIEWER
 from diagnoses.models import Attempt, Review
 from pages.tests.browser import sign_in
+from pages.views import lists
 
 pytestmark = pytest.mark.usefixtures("transactional_roles")  # transactional: the live server sees committed rows only
 SCREENSHOTS = Path(os.environ.get("FAULTLINE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "var" / "screenshots"))
@@ -36,7 +37,7 @@ def test_a_triager_works_through_the_demo_data(page: Page, live_server, person):
     # the job list: a filter updates the table and the address; the back button undoes it
     page.get_by_role("link", name="Jobs", exact=True).click()
     rows = page.locator("#attempt-table tbody tr")
-    expect(rows).to_have_count(Attempt.objects.count())
+    expect(rows).to_have_count(min(Attempt.objects.count(), lists.PAGE_SIZE))
     shoot(page, "jobs")
     page.get_by_label("Outcome").select_option("unattributed")
     expect(page).to_have_url(re.compile(r"/jobs/\?outcome=unattributed&sort=-end$"))
@@ -44,7 +45,7 @@ def test_a_triager_works_through_the_demo_data(page: Page, live_server, person):
     expect(rows.locator(".badge")).to_have_text(["unattributed"] * rows.count())
     page.go_back()
     expect(page).to_have_url(re.compile(r"/jobs/$"))
-    expect(rows).to_have_count(Attempt.objects.count())
+    expect(rows).to_have_count(min(Attempt.objects.count(), lists.PAGE_SIZE))
     expect(page.get_by_label("Outcome")).to_have_value("")
     page.get_by_label("Domain", exact=True).select_option("hardware")
     page.get_by_label("Subdomain").fill("gpu.bus")
