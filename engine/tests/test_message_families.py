@@ -127,3 +127,28 @@ def test_an_nccl_operation_still_in_progress_is_a_symptom_of_what_stopped_it(tmp
     }
     result = diagnose_bundle(write_bundle(tmp_path / "oom", logs=logs))
     assert (result["root_cause"]["rule"], result["root_cause"]["nodes"]) == ("cuda.out_of_memory", ["node01"])
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "rule", "subdomain"),
+    [
+        ("EvictionByEvictionAPI", "Eviction API: evicting", "k8s.api_eviction", "maintenance"),
+        (
+            "DeletionByTaintManager",
+            "Taint manager: deleting due to NoExecute taint",
+            "k8s.taint_eviction",
+            "node_not_ready",
+        ),
+        ("DeletionByPodGC", "PodGC: node no longer exists", "k8s.pod_gc_node_gone", "node_lost"),
+    ],
+)
+def test_a_pod_disruption_condition_names_what_took_the_node_away(tmp_path, reason, message, rule, subdomain):
+    """The DisruptionTarget condition of a pod's status (its reason and message, as `kubectl get pod -o yaml` prints
+    them) says why the pod was taken: a drain, a NoExecute taint, a node removed; the reason line itself is not read."""
+    status = ["  - lastTransitionTime: \"2026-11-02T09:12:00Z\"", f"    message: '{message}'",
+              f"    reason: {reason}", "    status: \"True\"", "    type: DisruptionTarget"]  # fmt: skip
+    logs = {"node02/pod-status.log": status, "node01/train.log": app_log("[rank0]: RuntimeError: NCCL error")}
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs))
+    assert result["root_cause"]["rule"] == rule
+    assert (result["domain"], result["subdomain"]) == ("infrastructure", subdomain)
+    assert result["root_cause"]["nodes"] == ["node02"]
