@@ -1,9 +1,11 @@
-"""Reading a posted bundle: the body as ``application/gzip`` or the multipart field ``bundle``."""
+"""Reading a posted bundle: the body as ``application/gzip`` or the multipart field ``bundle``, and whether it asks for
+the store's history."""
 
 import time
 
 from django.conf import settings
 from rest_framework.exceptions import APIException, ErrorDetail, ValidationError
+from rest_framework.fields import BooleanField
 
 from diagnoses.bundle_store import BundleRejected, BundleTooLarge, LimitedReader, upload_too_large, uploaded_file
 
@@ -57,6 +59,16 @@ def bundle_stream(request):
         f"unsupported content type {media_type or 'none'!r}: post the .tar.gz as application/gzip "
         "or as the multipart field 'bundle'"
     )
+
+
+def history_wanted(request) -> bool:
+    """The ``history`` query parameter (``true``/``false``, default false): whether a bundle without ``history/`` gets
+    the store's history of its nodes and job written into it (docs/bundles.md, "History")."""
+    value = request.query_params.get("history", "false")
+    try:
+        return BooleanField().to_internal_value(value)
+    except ValidationError:
+        raise ValidationError({"history": [f"must be true or false, not {value[:40]!r}"]}) from None
 
 
 def _chunked(request) -> bool:

@@ -34,7 +34,7 @@ from api.serializers import (
     PollQueuedSerializer,
     ReviewSerializer,
 )
-from api.uploads import Conflict, Deadline, bundle_stream, rejected
+from api.uploads import Conflict, Deadline, bundle_stream, history_wanted, rejected
 from diagnoses import bundle_store, selectors
 from diagnoses.filters import (
     AttemptFilter,
@@ -135,12 +135,14 @@ class AttemptViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         request=BUNDLE_BODY,
+        parameters=[OpenApiParameter("history", bool, description="Write the store's history of the attempt's nodes "
+                                     "and job into a bundle without history/ (default false)")],
         responses={202: AttemptAcceptedSerializer, 409: OpenApiResponse(description="The attempt is already stored")},
-    )
+    )  # fmt: skip
     def create(self, request, format=None):  # format: the suffix (.json) DRF passes
         """Store an attempt from its bundle (.tar.gz) and queue its analysis."""
         try:
-            attempt = attempts.attempt_ingest_archive(stream=bundle_stream(request))
+            attempt = attempts.attempt_ingest_archive(stream=bundle_stream(request), history=history_wanted(request))
         except bundle_store.BundleRejected as exc:
             raise rejected(exc) from None
         except attempts.DuplicateAttempt as exc:

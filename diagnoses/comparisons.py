@@ -1,14 +1,15 @@
 """What changed between an attempt and the last good (succeeded) attempt of its job: the nodes added and removed,
 the software versions read from the logs and the attempt's record (driver, CUDA, NCCL, PyTorch, the container image,
-``NCCL_*`` environment variables), the time to the first error, and the log templates of this attempt that the good
-one never printed (mined as the leads mine them, ``leads.mine_attempt``). Pure functions over the two bundles' contexts;
-``diagnoses.selectors.attempt_changes`` reads the bundles and calls them."""
+``NCCL_*`` environment variables), the training step each reached and the time to the first error, and the log
+templates of this attempt that the good one never printed (mined as the leads mine them, ``leads.mine_attempt``).
+Pure functions over the two bundles' contexts; ``diagnoses.selectors.attempt_changes`` reads the bundles and calls
+them."""
 
 from __future__ import annotations
 
 import re
 
-from engine.context import AttemptContext
+from engine.context import ENVIRONMENT_PREFIXES, AttemptContext
 from leads import Mined, mine_attempt
 
 SOFTWARE = ("driver", "CUDA", "NCCL", "PyTorch", "image")  # in this order, then environment variables by name
@@ -24,13 +25,25 @@ PATTERNS = (
     ("image", re.compile(r"\bimporting (?:docker )?image:?\s+(\S+)")),
 )
 ENVIRONMENT = re.compile(r"\b((?:NCCL|TORCH_NCCL)_[A-Z0-9_]+)(?: set by environment to |=)([^\s,;'\"]+)")
-ENVIRONMENT_PREFIXES = ("NCCL_", "TORCH_NCCL_", "CUDA_", "TORCH_")
 HEAD_BYTES = 256 * 1024  # versions are printed as a program starts: the head of each stream is read
 TOTAL_BYTES = 32 * 1024 * 1024  # and no more than this of a whole attempt
 NEW_TEMPLATES = 20  # shown at most
+LINE_CAP = 2000  # characters kept of a line shown
+# A training loop's step lines, as the progress rules know them (rules/packs/default/progress.yaml, whose sources
+# give each format): the step, and the number of steps planned where the line gives it.
+STEP_LINES = (
+    re.compile(rb"\biteration\s+(\d+)/\s*(\d+) \|"),  # Megatron-LM
+    re.compile(rb"\bstep=(\d+), skipped=\d+, lr="),  # DeepSpeed
+    re.compile(rb"\bstep:\s*(\d+)\s+(?:\x1b\[[0-9;]*m)?loss:"),  # torchtitan
+    re.compile(rb"(?m)^iter (\d+): loss [\d.]+"),  # nanoGPT
+    re.compile(rb"\bcompleted step: (\d+), seconds: [\d.]+"),  # MaxText
+    re.compile(rb"(?i)\b(?:step|iter|iteration)\b\W{0,3}(\d+)(?:/(\d+))?\b[^\n]{0,60}?\bloss\b"),  # a script's own
+)
+TAIL_BLOCK = 1 << 20  # an application stream is read from its end, a block at a time,
+TAIL_BYTES = 16 << 20  # until a step line is found or this much was read
 
 
-def software(context: AttemptContext, record: dict) -> dict[str, str]:
+def software(context: AttemptContext) -> dict[str, str]:
     """The attempt's software versions and environment, by name; a value that differs between nodes lists every
     one, sorted."""
     found: dict[str, set[str]] = {}
@@ -44,12 +57,10 @@ def software(context: AttemptContext, record: dict) -> dict[str, str]:
         _scan(head.decode("utf-8", "replace"), found)
     for event in context.events:
         _scan(f"{event.reason}: {event.message}", found)
-    image = record.get("image")
-    if isinstance(image, str) and image:
-        found.setdefault("image", set()).add(image)
-    environment = record.get("environment")
-    for name, value in (environment if isinstance(environment, dict) else {}).items():
-        if name.startswith(ENVIRONMENT_PREFIXES) and isinstance(value, str):
+    if context.attempt.image:
+        found.setdefault("image", set()).add(context.attempt.image)
+    for name, value in context.attempt.environment.items():
+        if name.startswith(ENVIRONMENT_PREFIXES):
             found.setdefault(name, set()).add(value)
     return {name: ", ".join(sorted(values)) for name, values in found.items()}
 
@@ -70,6 +81,64 @@ def software_changes(good: dict[str, str], now: dict[str, str]) -> list[dict]:
         for name in set(good) | set(now)
     ]
     return sorted(rows, key=lambda row: (not row["changed"], order.get(row["name"], len(order)), row["name"]))
+
+
+def step_reached(context: AttemptContext) -> dict | None:
+    """The last training step the attempt's application output reports (the highest of its streams' last step lines):
+    ``step``, ``of`` (the steps planned, None when the line does not say), and the line (``ref``, ``text``); None
+    when no stream has a step line in its last ``TAIL_BYTES``."""
+    best = None
+    for stream in context.streams:
+        if stream.kind != "app":
+            continue
+        with stream.opener() as handle:
+            found = _last_step(handle)
+        if found is not None and (best is None or found[0] > best[0]):
+            step, of, line, text = found
+            best = (step, of, f"{stream.ref}:{line}", text)
+    if best is None:
+        return None
+    step, of, ref, text = best
+    return {"step": step, "of": of, "ref": ref, "text": text}
+
+
+def _last_step(handle) -> tuple[int, int | None, int, str] | None:
+    """(step, steps planned, line number, line) of the stream's last step line within its last ``TAIL_BYTES``."""
+    if not handle.seekable():
+        return None
+    end = handle.seek(0, 2)
+    stop = max(0, end - TAIL_BYTES)
+    block_end = end
+    while block_end > stop:
+        start = max(stop, block_end - TAIL_BLOCK)
+        handle.seek(start)
+        block = handle.read(block_end - start)
+        block_end = start
+        if start > 0:  # begin at a whole line: the part before the first line end is read with the next block
+            cut = block.find(b"\n") + 1
+            if 0 < cut < len(block):
+                block_end = start + cut
+            start, block = start + cut, block[cut:]  # (a line longer than a block is not read)
+        last = max((m for pattern in STEP_LINES for m in [*pattern.finditer(block)][-1:]), key=lambda m: m.start(),
+                   default=None)  # fmt: skip
+        if last is not None:
+            begin = block.rfind(b"\n", 0, last.start()) + 1
+            close = block.find(b"\n", last.end())
+            text = block[begin : close if close >= 0 else len(block)].decode("utf-8", "replace").strip()
+            line = _lines_before(handle, start) + block.count(b"\n", 0, begin) + 1
+            of = int(last.group(2)) if last.re.groups > 1 and last.group(2) else None
+            return int(last.group(1)), of, line, text[:LINE_CAP]
+    return None
+
+
+def _lines_before(handle, offset: int) -> int:
+    """How many lines end before ``offset``."""
+    handle.seek(0)
+    count = 0
+    while offset > 0 and (chunk := handle.read(min(offset, TAIL_BLOCK * 8))):
+        count += chunk.count(b"\n")
+        offset -= len(chunk)
+    return count
 
 
 def first_error(context: AttemptContext, mined: Mined) -> float | None:
@@ -96,8 +165,9 @@ def new_templates(now: Mined, good: Mined) -> list[dict]:
     ]
 
 
-def compare(now: AttemptContext, good: AttemptContext, *, now_record: dict, good_record: dict) -> dict:
-    """What changed from ``good`` to ``now`` (the nodes, the software, the time to the first error, the templates)."""
+def compare(now: AttemptContext, good: AttemptContext) -> dict:
+    """What changed from ``good`` to ``now`` (the nodes, the software, the step reached, the time to the first error,
+    the templates)."""
     mined_now, mined_good = mine_attempt(now), mine_attempt(good)
     nodes_now, nodes_good = set(now.attempt.nodes), set(good.attempt.nodes)
     return {
@@ -106,7 +176,8 @@ def compare(now: AttemptContext, good: AttemptContext, *, now_record: dict, good
             "removed": sorted(nodes_good - nodes_now),
             "kept": len(nodes_now & nodes_good),
         },
-        "software": software_changes(software(good, good_record), software(now, now_record)),
+        "software": software_changes(software(good), software(now)),
+        "step": {"now": step_reached(now), "good": step_reached(good)},
         "first_error": {"now": first_error(now, mined_now), "good": first_error(good, mined_good)},
         "new_templates": new_templates(mined_now, mined_good),
     }

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from itertools import islice
 
+from django.conf import settings
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from diagnoses import bundle_store, comparisons
@@ -27,6 +28,7 @@ from diagnoses.models import (
     TemplateCluster,
 )
 from engine.bundle import load_bundle
+from engine.context import Attempt as ParsedAttempt
 from engine.context import AttemptContext, History, NodeVerdict, PreviousAttempt
 from leads.mining import SUCCEEDED
 from rules.engine_limits import bundle_limits
@@ -177,10 +179,22 @@ def attempt_history(attempt: Attempt, *, days: int) -> History:
     bundle (``history/``, docs/bundles.md): each verdict of record that named one of its nodes, of an attempt that
     ended in the ``days`` before it started, and every previous attempt of its job with its verdict, in a stable
     order."""
-    since = attempt.start - timedelta(days=days)
+    return _history(attempt.nodes.all(), Q(job_id=attempt.job_id), number=attempt.number, start=attempt.start,
+                    days=days, itself=attempt.pk)  # fmt: skip
+
+
+def record_history(record: ParsedAttempt, *, days: int) -> History:
+    """``attempt_history`` of an attempt not stored yet, from its record (an uploaded bundle's ``attempt.json``)."""
+    nodes = Node.objects.filter(cluster__name=record.cluster, name__in=record.nodes)
+    job = Q(cluster__name=record.cluster, job__job_id=record.job_id)
+    return _history(nodes, job, number=record.attempt, start=record.start, days=days, itself=None)
+
+
+def _history(ran: QuerySet[Node], job: Q, *, number: int, start: datetime, days: int, itself: int | None) -> History:
+    since = start - timedelta(days=days)
     links = Attempt.verdict_nodes.through.objects.filter(
-        node__in=attempt.nodes.all(), attempt__end__gte=since, attempt__end__lt=attempt.start
-    ).exclude(attempt_id=attempt.pk)
+        node__in=ran, attempt__end__gte=since, attempt__end__lt=start
+    ).exclude(attempt_id=itself)
     rows = links.values_list(
         "node__name", "attempt__cluster__name", "attempt__job__job_id", "attempt__number", "attempt__end",
         "attempt__verdict_outcome", "attempt__verdict_domain", "attempt__verdict_subdomain", "attempt__verdict_source",
@@ -193,7 +207,7 @@ def attempt_history(attempt: Attempt, *, days: int) -> History:
         for index, (node, cluster, job_id, number, end, outcome, domain, subdomain, source) in enumerate(verdicts)
     )  # fmt: skip
     previous = (
-        Attempt.objects.filter(job_id=attempt.job_id, number__lt=attempt.number)
+        Attempt.objects.filter(job, number__lt=number)
         .prefetch_related(Prefetch("verdict_nodes", queryset=Node.objects.only("name")))
         .order_by("number", "start", "pk")
     )
@@ -232,19 +246,30 @@ def history_attempts(*, attempt: Attempt, refs: list[str]) -> dict[str, Attempt]
     return found
 
 
+def _same(attempt: Attempt, key: str) -> Q | None:
+    """What an earlier attempt shares with ``attempt`` under one of ``COMPARISON_KEYS`` (None when ``attempt`` lacks
+    the fields it needs)."""
+    if key == "job":
+        return Q(job_id=attempt.job_id)
+    if key == "name and user" and attempt.name and attempt.user:
+        return Q(cluster_id=attempt.cluster_id, name=attempt.name, user=attempt.user)
+    if key == "name" and attempt.name:
+        return Q(cluster_id=attempt.cluster_id, name=attempt.name)
+    return None
+
+
 def attempt_last_good(attempt: Attempt) -> tuple[Attempt, str] | None:
-    """The last attempt that succeeded before this one started, and what it shares with it: ``job`` (an earlier
-    attempt of the same job), else ``name and user`` (the same job name and user on the same cluster); None when
-    there is none."""
+    """The last attempt that succeeded before this one started, and the key it was found by: the first of
+    ``FAULTLINE_COMPARE_BY`` that finds one (``COMPARISON_KEYS``: ``job``, an earlier attempt of the same job; ``name
+    and user``, the same job name and user on the same cluster; ``name``, the same job name on the same cluster);
+    None when none does."""
     earlier = Attempt.objects.select_related("job", "cluster").filter(state__in=SUCCEEDED, start__lt=attempt.start)
     earlier = earlier.exclude(pk=attempt.pk).order_by("-end", "-pk")
-    good = earlier.filter(job_id=attempt.job_id).first()
-    if good is not None:
-        return good, "job"
-    if attempt.name and attempt.user:
-        good = earlier.filter(cluster_id=attempt.cluster_id, name=attempt.name, user=attempt.user).first()
+    for key in settings.FAULTLINE_COMPARE_BY:
+        same = _same(attempt, key)
+        good = earlier.filter(same).first() if same is not None else None
         if good is not None:
-            return good, "name and user"
+            return good, key
     return None
 
 
@@ -256,7 +281,7 @@ def attempt_changes(attempt: Attempt) -> dict | None:
         return None
     good, matched_by = found
     with attempt_context(attempt) as now, attempt_context(good) as before:
-        changes = comparisons.compare(now, before, now_record=attempt.record, good_record=good.record)
+        changes = comparisons.compare(now, before)
     return {
         "attempt": {"id": attempt.pk, "job_id": attempt.job.job_id, "number": attempt.number},
         "good": {"id": good.pk, "job_id": good.job.job_id, "number": good.number, "state": good.state,

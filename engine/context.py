@@ -18,6 +18,9 @@ SYSTEM_STREAMS = frozenset({"syslog", "kern", "messages", "dmesg", "journal"})
 SCHEDULER_STREAMS = frozenset({"slurmd", "slurmctld", "kubelet"})
 
 STREAM_KINDS = ("system", "app", "scheduler", "events", "metrics")
+# The environment variables a connector records of a job (``Attempt.environment``), and the ones the comparison with
+# the last good attempt reads: the communication and CUDA settings; any other variable may hold a secret.
+ENVIRONMENT_PREFIXES = ("NCCL_", "TORCH_", "CUDA_")
 
 
 def stream_kind(name: str) -> str:
@@ -70,6 +73,8 @@ class Attempt:
     reason: str = ""
     ranks: Mapping[int, str] = field(default_factory=dict)  # a dict, or TaskRanks
     timezone: str = "UTC"
+    image: str = ""  # the container image it ran
+    environment: Mapping[str, str] = field(default_factory=dict)  # of the job (ENVIRONMENT_PREFIXES, as gathered)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Reads of the triage pages: the lists as the pages show them, the attempt page's parts (evidence, timeline
 events, reviews), a node's history, and the overview's counts."""
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
+from django.db import connection
 from django.db.models import BigIntegerField, Count, Exists, F, Func, OuterRef, Prefetch, Q, QuerySet, Sum
 
 from diagnoses.models import (
@@ -206,12 +207,30 @@ def node_root_causes(node: Node, *, since: datetime) -> list[dict]:
     return list(rows.order_by("-count", "subdomain"))
 
 
-def repeat_offenders(names: list[str], *, cluster: Cluster, since: datetime) -> dict[str, int]:
-    """Of these nodes of ``cluster``, how many attempts that ended since ``since`` each was the root cause of."""
-    links = Attempt.verdict_nodes.through.objects.filter(
-        node__cluster=cluster, node__name__in=names, attempt__end__gte=since
-    )
-    return dict(links.values_list("node__name").annotate(count=Count("pk")).order_by())
+def repeat_offenders(attempt: Attempt, *, since: datetime, named: bool = False) -> dict[str, int]:
+    """Of the attempt's nodes (``named``: of those its verdict of record names), how many attempts that ended since
+    ``since`` each was the root cause of, by name (a node never named is left out), as /metrics counts them
+    (``handoffs.selectors.repeat_offenders``): the window's whole days from the nodes' daily rollup
+    (``VerdictNodeDay``), the rest of its first day from the verdicts of the attempts that ended in it. One statement;
+    on PostgreSQL the node and attempt ids are arrays, which the planner reads as the few rows they are (a thousand-node
+    attempt costs tens of milliseconds at a million attempts, docs/performance.md)."""
+    whole = datetime.combine(since.astimezone(UTC).date() + timedelta(days=1), time.min, tzinfo=UTC)
+    through = (Attempt.verdict_nodes if named else Attempt.nodes).through._meta.db_table
+    links, attempts = Attempt.verdict_nodes.through._meta.db_table, Attempt._meta.db_table
+    nodes = f"SELECT node_id FROM {through} WHERE attempt_id = %s"
+    ended = f'SELECT id FROM {attempts} WHERE "end" >= %s AND "end" < %s'
+    within = (lambda ids: f"= ANY(ARRAY({ids}))") if connection.vendor == "postgresql" else (lambda ids: f"IN ({ids})")
+    sql = f"""
+        SELECT node.name, SUM(counted.n) FROM (
+            SELECT node_id, attempts AS n FROM {VerdictNodeDay._meta.db_table}
+            WHERE day >= %s AND attempts > 0 AND node_id {within(nodes)}
+            UNION ALL
+            SELECT node_id, 1 FROM {links} WHERE attempt_id {within(ended)} AND node_id {within(nodes)}
+        ) counted JOIN {Node._meta.db_table} node ON node.id = counted.node_id
+        GROUP BY node.name"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [whole.date(), attempt.pk, since, whole, attempt.pk])
+        return {name: int(count) for name, count in cursor.fetchall()}
 
 
 def _verdict_links(node: Node) -> QuerySet:

@@ -46,6 +46,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_choices(name: str, default: list[str], choices: tuple[str, ...]) -> list[str]:
+    """A comma-separated list of some of ``choices``, in the order given."""
+    values = env_list(name, default)
+    unknown = [value for value in values if value not in choices]
+    if unknown or not values:
+        raise ImproperlyConfigured(
+            f"{name} must list one or more of {', '.join(choices)}, not {(unknown or [''])[0]!r}"
+        )
+    return values
+
+
 def env_secret_key(name: str, fallback_file: Path) -> str:
     """The secret key from the environment; else one generated once and kept in ``fallback_file``.
 

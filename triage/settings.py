@@ -9,7 +9,16 @@ from pathlib import Path
 import dj_database_url
 
 from engine.limits import Limits
-from triage.env import env_bool, env_int, env_list, env_networks, env_secret_file, env_secret_key, env_str
+from triage.env import (
+    env_bool,
+    env_choices,
+    env_int,
+    env_list,
+    env_networks,
+    env_secret_file,
+    env_secret_key,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FAULTLINE_VAR_DIR", str(BASE_DIR / "var")))
@@ -237,6 +246,11 @@ FAULTLINE_REPEAT_OFFENDER_DAYS = env_int("FAULTLINE_REPEAT_OFFENDER_DAYS", 30)
 # Gathering writes into each bundle the verdicts of record of its nodes in the FAULTLINE_HISTORY_DAYS days before the
 # attempt started (history/, docs/bundles.md), which rules may weigh (docs/rules.md, "History").
 FAULTLINE_HISTORY_DAYS = env_int("FAULTLINE_HISTORY_DAYS", 14)
+# "What changed" compares a failed attempt with the last earlier one that succeeded and shares the first of these keys
+# with it that finds one: "job" (the same job: a requeue's earlier run), "name and user" (the same job name and user on
+# the same cluster), "name" (the same job name on the same cluster). docs/api.md, "changes".
+COMPARISON_KEYS = ("job", "name and user", "name")
+FAULTLINE_COMPARE_BY = env_choices("FAULTLINE_COMPARE_BY", ["job", "name and user"], COMPARISON_KEYS)
 # Hand-offs (docs/handoffs.md). /metrics answers a scraper with the bearer token (the variable, or the file
 # FAULTLINE_METRICS_TOKEN_FILE names) or from one of the networks (CIDR); with neither it refuses every scrape.
 FAULTLINE_METRICS_TOKEN = env_secret_file("FAULTLINE_METRICS_TOKEN")

@@ -36,7 +36,15 @@ from connectors.kubernetes.api import KubernetesApi, NotFound
 from connectors.settings_reader import Settings
 from connectors.trace_files import DumpFiles, check_template, fill
 from engine.bundle import rfc3339
-from engine.context import Attempt, AttemptContext, LogStream, SchedulerEvent, SourceReport, TraceFile
+from engine.context import (
+    ENVIRONMENT_PREFIXES,
+    Attempt,
+    AttemptContext,
+    LogStream,
+    SchedulerEvent,
+    SourceReport,
+    TraceFile,
+)
 from engine.flight_recorder.unpickle import MAX_BYTES
 
 GROUP, VERSION, PLURAL = "kueue.x-k8s.io", "v1beta1", "workloads"
@@ -158,6 +166,8 @@ class KueueScheduler:
             exit_code=exit_codes[0] if exit_codes else "",
             reason=reason,
             timezone=self.timezone,
+            image=", ".join(dict.fromkeys(p["image"] for p in pods if p["image"])),
+            environment={name: value for p in pods for name, value in sorted(p["environment"].items())},
         )
         events = [*_condition_events(workload), *(e for p in pods for e in p["events"])]
         extra = {"namespace": namespace, "workload": name, "owner": owner.get("name", ""),
@@ -324,8 +334,15 @@ def _pod_summary(pod: dict) -> dict:
     known = {c["name"] for c in containers}
     containers += [{"name": c.get("name", ""), "restarted": False} for c in spec.get("containers") or []
                    if c.get("name") not in known]  # fmt: skip
+    images = ", ".join(dict.fromkeys(c["image"] for c in spec.get("containers") or [] if c.get("image")))
+    environment = {  # the literal values only (a valueFrom is resolved by the kubelet), of the compared variables
+        item["name"]: item["value"]
+        for c in spec.get("containers") or [] for item in c.get("env") or []
+        if isinstance(item.get("name"), str) and item["name"].startswith(ENVIRONMENT_PREFIXES)
+        and isinstance(item.get("value"), str)
+    }  # fmt: skip
     return {"name": name, "node": node, "start": status.get("startTime"), "containers": containers,
-            "terminations": terminations, "events": events}  # fmt: skip
+            "terminations": terminations, "events": events, "image": images, "environment": environment}  # fmt: skip
 
 
 def _flatten_event(item: dict, pod_nodes: dict) -> dict:

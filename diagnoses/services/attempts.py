@@ -1,18 +1,22 @@
 """Storing attempts: an uploaded or copied bundle with its attempt's rows (or a discovered attempt's rows
 alone), their nodes, and queueing their analysis (``transaction.on_commit``: a worker never sees a row
-that is not committed)."""
+that is not committed). Asked to (``history``), an uploaded bundle without ``history/`` gets the store's history of
+its nodes and job written into it before it is stored, as a gathered one does (docs/bundles.md, "History")."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from diagnoses import bundle_store
 from diagnoses.models import Attempt, Cluster, Job, Node
+from diagnoses.selectors import record_history
 from diagnoses.services import event_counts, verdict_days
+from engine.bundle import HISTORY, write_history
 from engine.context import Attempt as ParsedAttempt
 
 State = Attempt.Analysis
@@ -28,29 +32,31 @@ class DuplicateAttempt(Exception):
         self.attempt = attempt
 
 
-def attempt_ingest_archive(*, stream, analyse: bool = True) -> Attempt:
+def attempt_ingest_archive(*, stream, analyse: bool = True, history: bool = False) -> Attempt:
     """Store the attempt of an uploaded ``.tar.gz`` bundle; raises ``BundleRejected`` or ``DuplicateAttempt``."""
     staging = bundle_store.stage()
     try:
         bundle_store.extract_archive(stream, staging)
-        return _ingest_staged(bundle_store.locate(staging), analyse=analyse)
+        return _ingest_staged(bundle_store.locate(staging), analyse=analyse, history=history)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def attempt_ingest_directory(*, path: Path, analyse: bool = True) -> Attempt:
+def attempt_ingest_directory(*, path: Path, analyse: bool = True, history: bool = False) -> Attempt:
     """Store the attempt of the bundle directory at ``path`` (copied; the original stays)."""
     bundle_store.read_attempt(Path(path))  # refuse a bad bundle before copying it
     staging = bundle_store.stage()
     try:
         bundle_store.copy_tree(Path(path), staging / "bundle")
-        return _ingest_staged(staging / "bundle", analyse=analyse)
+        return _ingest_staged(staging / "bundle", analyse=analyse, history=history)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _ingest_staged(staged: Path, *, analyse: bool) -> Attempt:
+def _ingest_staged(staged: Path, *, analyse: bool, history: bool) -> Attempt:
     record, parsed = bundle_store.read_attempt(staged)
+    if history and not (staged / HISTORY).exists():  # a bundle's own history is kept as it came
+        write_history(record_history(parsed, days=settings.FAULTLINE_HISTORY_DAYS), staged / HISTORY)
     location = bundle_store.new_location()
     bundle_store.place(staged, location)  # at a new place that no row names yet: invisible until the rows commit
     try:  # (an upload to an object store is not made inside the transaction, which it would hold open)

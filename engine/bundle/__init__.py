@@ -9,6 +9,7 @@ an ``attempt.json`` document in, an ``AttemptContext`` out), ``writer`` (``write
 from engine.bundle.reader import (
     ATTEMPT_FILE,
     FLIGHT_RECORDER,
+    HISTORY,
     LOG_SUFFIXES,
     SOURCES_FILE,
     BundleError,
@@ -16,11 +17,12 @@ from engine.bundle.reader import (
     parse_attempt,
     parse_time,
 )
-from engine.bundle.writer import attempt_document, rfc3339, write_bundle
+from engine.bundle.writer import attempt_document, rfc3339, write_bundle, write_history
 
 __all__ = [
     "ATTEMPT_FILE",
     "FLIGHT_RECORDER",
+    "HISTORY",
     "LOG_SUFFIXES",
     "SOURCES_FILE",
     "BundleError",
@@ -30,4 +32,5 @@ __all__ = [
     "parse_time",
     "rfc3339",
     "write_bundle",
+    "write_history",
 ]

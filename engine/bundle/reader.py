@@ -132,6 +132,8 @@ def parse_attempt(
         reason=text_fields["reason"],
         ranks=_rank_map(data, nodes, where, limits.ranks),
         timezone=timezone,
+        image=data.get("image", "").strip(),
+        environment=dict(sorted(environment.items())),
     )
 
 

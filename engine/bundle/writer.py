@@ -115,6 +115,10 @@ def attempt_document(attempt: Attempt) -> dict:
         document["tasks_per_node"] = attempt.ranks.per_node
     elif attempt.ranks:
         document["ranks"] = {str(rank): node for rank, node in sorted(attempt.ranks.items())}
+    if attempt.image:
+        document["image"] = attempt.image
+    if attempt.environment:
+        document["environment"] = dict(sorted(attempt.environment.items()))
     return document
 
 

@@ -24,6 +24,8 @@ ATTEMPT = Attempt(
     state="Failed",
     exit_code="137",
     ranks={0: "node01", 1: "node02"},
+    image="nvcr.io/nvidia/pytorch:25.01-py3",
+    environment={"NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "INFO"},
 )
 
 
@@ -204,10 +206,17 @@ def test_a_gathered_stream_past_its_limit_keeps_its_ends_and_the_cut_is_reported
 
 def test_the_image_and_environment_of_the_record_are_accepted_and_checked(tmp_path):
     from engine.bundle import BundleError, parse_attempt
+    from engine.bundle.writer import attempt_document
     from engine.tests.bundles import attempt_record
 
     record = attempt_record(image="nvcr.io/nvidia/pytorch:25.01-py3", environment={"NCCL_IB_HCA": "mlx5_0"})
-    assert parse_attempt(record, strict=True).job_id == "48213"
+    parsed = parse_attempt(record, strict=True)
+    assert (parsed.job_id, parsed.image, parsed.environment) == (
+        "48213", "nvcr.io/nvidia/pytorch:25.01-py3", {"NCCL_IB_HCA": "mlx5_0"}
+    )  # fmt: skip
+    assert attempt_document(parsed)["image"] == "nvcr.io/nvidia/pytorch:25.01-py3"  # a gathered bundle keeps them
+    assert attempt_document(parsed)["environment"] == {"NCCL_IB_HCA": "mlx5_0"}
+    assert "image" not in attempt_document(parse_attempt(attempt_record(), strict=True))  # nor adds them
     with pytest.raises(BundleError, match="field 'image' must be a string"):
         parse_attempt({**record, "image": ["a"]}, strict=True)
     with pytest.raises(BundleError, match="field 'environment' must be an object of strings"):

@@ -76,11 +76,13 @@ def test_the_job_page_needs_a_login(client, requeued):
     assert "login" in response["Location"]
 
 
-def _with_versions(bundle, *, nccl: str):
-    """The bundle with the lines that name its software: NCCL's banner on rank 0, the driver in node01's syslog."""
+def _with_versions(bundle, *, nccl: str, step: int):
+    """The bundle with the lines that name its software (NCCL's banner on rank 0, the driver in node01's syslog) and
+    rank 0's last Megatron-LM iteration line."""
     train = bundle / "logs" / "train.log"
     banner = f"[rank0]: node01:4711:4711 [0] NCCL INFO NCCL version {nccl}+cuda12.4\n"
-    train.write_text(banner + train.read_text())
+    iteration = f"[rank0]:  iteration {step:>8}/    5000 | consumed samples: {step * 512:>12} | lm loss: 2.0E+00 |\n"
+    train.write_text(banner + train.read_text() + iteration)
     syslog = bundle / "logs" / "node01" / "syslog.log"
     driver = "Nov  2 09:00:00 node01 kernel: NVRM: loaded NVIDIA UNIX x86_64 Kernel Module  570.124.06\n"
     syslog.write_text(driver + syslog.read_text())
@@ -94,14 +96,16 @@ def upgraded(make_bundle, store):
     same = {"image": "nvcr.io/nvidia/pytorch:25.01-py3", "environment": {"NCCL_IB_HCA": "mlx5_0"}}
     good = store(
         _with_versions(
-            make_bundle(job_id="600", state="COMPLETED", exit_code="0:0", faulty=None, **same), nccl="2.21.5"
+            make_bundle(job_id="600", state="COMPLETED", exit_code="0:0", faulty=None, **same),
+            nccl="2.21.5",
+            step=5000,
         )
     )
     failed = store(
         _with_versions(
             make_bundle(job_id="600", attempt=1, nodes=("node01", "node02", "node03", "node05"),
                         start=make_bundle.start + timedelta(days=1), **same),
-            nccl="2.23.4",
+            nccl="2.23.4", step=1200,
         )
     )  # fmt: skip
     return good, failed
@@ -122,10 +126,14 @@ def test_what_changed_shows_the_nccl_upgrade_first(viewer, upgraded):
     assert all('class="changed"' not in row for row in rows[1:])
     names = [row.split('class="mono">')[1].split("<")[0] for row in rows]
     assert names == ["NCCL", "driver", "CUDA", "image", "NCCL_IB_HCA"]
-    nodes = changes[changes.index('id="changes-nodes"') : changes.index('id="changes-first-error"')]
+    nodes = changes[changes.index('id="changes-nodes"') : changes.index('id="changes-progress"')]
     assert "Added: <a" in nodes
     assert "node05</a>" in nodes
     assert "Removed: node04" in nodes
+    progress = changes[changes.index('id="changes-progress"') : changes.index('id="changes-templates"')]
+    reached = progress[progress.index("Step reached") : progress.index("First error")]
+    assert reached.index("5000 of 5000") < reached.index("1200 of 5000")  # the good one's column first
+    assert "240 s after its start" in progress  # the Xid four minutes in
     templates = changes[changes.index('id="changes-templates"') :]
     assert "fallen off the bus" in templates
     assert "Watchdog caught" not in templates  # the good attempt printed it too
@@ -140,6 +148,10 @@ def test_the_api_returns_the_same_comparison(api_client_for, upgraded):
     assert body["software"][0] == {"name": "NCCL", "good": "2.21.5", "now": "2.23.4", "changed": True}
     assert body["nodes"] == {"added": ["node05"], "removed": ["node04"], "kept": 3}
     assert body["first_error"]["now"] == 240.0  # the Xid four minutes in
+    assert {when: (one["step"], one["of"]) for when, one in body["step"].items()} == {
+        "now": (1200, 5000), "good": (5000, 5000)
+    }  # fmt: skip
+    assert body["step"]["now"]["ref"].startswith("logs/train.log:")
     assert any("fallen off the bus" in template["text"] for template in body["new_templates"])
     # the good attempt has none before it
     missing = client.get(f"/api/v1/attempts/{good.pk}/changes")
@@ -195,3 +207,34 @@ def test_a_repeat_offender_is_flagged_on_every_attempt_that_includes_it(viewer, 
     assert "node01" not in flag
     html = viewer.get(reverse("pages:attempt-detail", args=[others.pk])).content.decode()
     assert 'id="offenders"' not in html
+
+
+def test_the_comparison_key_is_configurable(viewer, make_bundle, store, settings):
+    good = store(make_bundle(job_id="700", state="COMPLETED", faulty=None))
+    failed = store(make_bundle(job_id="701", start=make_bundle.start + timedelta(hours=3)))
+    other = store(make_bundle(job_id="702", user="bob", start=make_bundle.start + timedelta(hours=3)))
+    settings.FAULTLINE_COMPARE_BY = ["job"]  # requeues only
+    changes = viewer.get(reverse("pages:attempt-changes", args=[failed.pk])).content.decode()
+    assert "nothing to compare with" in changes
+    settings.FAULTLINE_COMPARE_BY = ["job", "name"]  # the same job name whoever ran it
+    changes = viewer.get(reverse("pages:attempt-changes", args=[other.pk])).content.decode()
+    assert reverse("pages:attempt-detail", args=[good.pk]) in changes
+    assert "the last good attempt of the same job name." in changes
+    html = viewer.get(reverse("pages:attempt-detail", args=[other.pk])).content.decode()
+    assert "This job (its name) worked before" in html
+
+
+def test_repeat_offences_are_counted_from_the_moment_the_window_opens(make_bundle, store):
+    """The window's first day is partly inside it: the attempts that ended on it before the window opened do not
+    count, though the daily rollup holds them (``pages.selectors.repeat_offenders``)."""
+    from pages import selectors
+
+    opens = make_bundle.start.replace(hour=12)  # the attempts end 30 minutes after they start
+    for job, ended in (("910", opens - timedelta(hours=1)), ("911", opens + timedelta(hours=1)),
+                       ("912", opens + timedelta(days=2))):  # fmt: skip
+        store(make_bundle(job_id=job, faulty="node02", start=ended - timedelta(minutes=30)))
+    store(make_bundle(job_id="913", faulty="node03", start=opens + timedelta(days=1)))
+    now = store(make_bundle(job_id="914", faulty=None, start=opens + timedelta(days=3)))
+    assert selectors.repeat_offenders(now, since=opens) == {"node02": 2, "node03": 1}
+    assert selectors.repeat_offenders(now, since=opens, named=True) == {}  # its verdict names none
+    assert selectors.repeat_offenders(now, since=opens - timedelta(hours=2)) == {"node02": 3, "node03": 1}

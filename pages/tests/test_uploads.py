@@ -134,3 +134,24 @@ def test_the_attempt_page_waits_for_the_analysis_then_shows_it(triager, make_bun
     page = triager.get(f"/attempts/{attempt.pk}/").content.decode()
     assert 'id="analysis-pending"' not in page
     assert "The engine's diagnosis" in page
+
+
+def test_the_form_may_ask_for_the_stores_history(triager, make_bundle, store, tar_gz, bundle_root):
+    from datetime import timedelta
+
+    from diagnoses import bundle_store
+
+    page = triager.get(UPLOAD).content.decode()
+    assert 'name="history"' in page
+    store(make_bundle(job_id="800"))  # Xid 79 on node02
+    later = make_bundle.start + timedelta(days=1)
+    plain = post(triager, tar_gz(make_bundle(job_id="800", attempt=1, faulty=None, start=later)), json=True).json()
+    asked = triager.post(
+        UPLOAD,
+        {"bundle": SimpleUploadedFile("b.tgz", tar_gz(make_bundle(job_id="800", attempt=2, faulty=None, start=later)),
+                                      "application/gzip"), "history": "on"},
+        HTTP_ACCEPT="application/json",
+    ).json()  # fmt: skip
+    assert bundle_store.open_file(Attempt.objects.get(pk=plain["id"]).bundle, "history/nodes.json") is None
+    with bundle_store.open_file(Attempt.objects.get(pk=asked["id"]).bundle, "history/nodes.json") as nodes:
+        assert b'"node": "node02"' in nodes.read()

@@ -41,7 +41,7 @@ def _verdict(attempt: Attempt) -> dict:
     """The verdict of record as the page leads with it, and the nodes among its own that are repeat offenders."""
     nodes = selectors.attempt_verdict_nodes(attempt)
     since = timezone.now() - timedelta(days=settings.FAULTLINE_REPEAT_OFFENDER_DAYS)
-    counts = selectors.repeat_offenders(nodes, cluster=attempt.cluster, since=since)
+    counts = selectors.repeat_offenders(attempt, since=since, named=True)
     threshold = settings.FAULTLINE_REPEAT_OFFENDER_COUNT
     diagnosis = attempt.current_diagnosis
     engine = None
@@ -68,7 +68,7 @@ def _offenders(attempt: Attempt, nodes: list[str]) -> list[dict]:
     """The attempt's nodes that are repeat offenders (root cause of at least the threshold's attempts that ended in the
     window), whatever this attempt's verdict: a node that keeps failing is flagged wherever it runs."""
     since = timezone.now() - timedelta(days=settings.FAULTLINE_REPEAT_OFFENDER_DAYS)
-    counts = selectors.repeat_offenders(nodes, cluster=attempt.cluster, since=since)
+    counts = selectors.repeat_offenders(attempt, since=since)
     threshold = settings.FAULTLINE_REPEAT_OFFENDER_COUNT
     return [{"name": name, "count": counts[name]} for name in nodes if counts.get(name, 0) >= threshold]
 

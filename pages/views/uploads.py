@@ -31,7 +31,9 @@ def attempt_upload(request):
         return _page(request)
     wants_json = "application/json" in request.headers.get("Accept", "")
     try:
-        attempt = attempts.attempt_ingest_archive(stream=bundle_store.uploaded_file(request.FILES.get("bundle")))
+        attempt = attempts.attempt_ingest_archive(
+            stream=bundle_store.uploaded_file(request.FILES.get("bundle")), history=request.POST.get("history") == "on"
+        )
     except bundle_store.BundleRejected as exc:
         return _refused(request, wants_json, status=400, code=exc.code, message=str(exc), field="bundle")
     except attempts.DuplicateAttempt as exc:
@@ -55,7 +57,7 @@ def attempt_upload(request):
 
 def _page(request, *, problem: str = "", stored: str = "", status: int = 200):
     context = {"max_bytes": settings.FAULTLINE_UPLOAD_MAX_BYTES, "too_large": bundle_store.upload_too_large(),
-               "problem": problem, "stored": stored}  # fmt: skip
+               "problem": problem, "stored": stored, "history_days": settings.FAULTLINE_HISTORY_DAYS}  # fmt: skip
     return render(request, "pages/upload.html", context, status=status)
 
 

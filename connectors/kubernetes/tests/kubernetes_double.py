@@ -260,7 +260,18 @@ def pod(name, job, node, *, terminated=None, last=None, restarts=0, namespace="m
         },
         "spec": {
             "nodeName": node,
-            "containers": [{"name": "trainer", "image": "train:1"}],
+            "containers": [
+                {
+                    "name": "trainer",
+                    "image": "train:1",
+                    "env": [  # core/v1 EnvVar: a value, or a reference resolved by the kubelet
+                        {"name": "NCCL_IB_HCA", "value": "mlx5_0"},
+                        {"name": "NCCL_DEBUG", "value": "INFO"},
+                        {"name": "HF_TOKEN", "value": "hf_secret"},
+                        {"name": "NCCL_SOCKET_IFNAME", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                    ],
+                }
+            ],
             "restartPolicy": "OnFailure",
         },
         "status": {

@@ -25,6 +25,9 @@ def test_discovers_failed_and_evicted_workloads_with_their_pods(kubernetes_api):
     train = by_job["ml/train"].attempt
     assert (train.state, train.exit_code, train.nodes) == ("Failed", "137", ("gpu-node-1", "gpu-node-2"))
     assert train.reason == "Failed: Job has reached the specified backoff limit"
+    # the container image, and the pod spec's literal NCCL_/TORCH_/CUDA_ variables (never another, never a reference)
+    assert (train.image, train.environment) == ("train:1", {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5_0"})
+    assert DiscoveredAttempt.from_dict(by_job["ml/train"].to_dict()).attempt == train  # as the pipeline stores it
     assert (train.start.isoformat(), train.end.isoformat()) == (
         "2026-11-02T10:00:05+00:00",
         "2026-11-02T10:42:00+00:00",

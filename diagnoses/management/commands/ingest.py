@@ -30,13 +30,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", metavar="PATH", help="a bundle directory or a folder of bundles")
         parser.add_argument("--no-analyse", action="store_true", help="store only; `reanalyse` queues them later")
+        parser.add_argument("--history", action="store_true",
+                            help="write the store's history of each attempt's nodes and job into a bundle without "
+                                 "history/ (docs/bundles.md), as gathering does")  # fmt: skip
 
-    def handle(self, *args, paths, no_analyse, **options):
+    def handle(self, *args, paths, no_analyse, history, **options):
         found = find_bundles(paths)
         stored = duplicates = rejected = 0
         for bundle in tqdm(found, desc="ingest", unit="bundle", disable=options["verbosity"] < 1):
             try:
-                attempts.attempt_ingest_directory(path=bundle, analyse=not no_analyse)
+                attempts.attempt_ingest_directory(path=bundle, analyse=not no_analyse, history=history)
                 stored += 1
             except attempts.DuplicateAttempt as exc:
                 duplicates += 1
