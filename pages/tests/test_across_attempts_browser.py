@@ -6,6 +6,7 @@ from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from access.roles import VIEWER
+from diagnoses import selectors
 from diagnoses.models import Attempt
 from pages.tests.browser import sign_in
 
@@ -32,6 +33,10 @@ def test_a_viewer_follows_a_job_across_its_attempts_and_sees_what_changed(page: 
     expect(first).to_contain_text("2.21.5")
     expect(first).to_contain_text("2.23.4")
     expect(page.locator("#changes-nodes")).to_contain_text("Added:")
+    reached = selectors.attempt_changes(failed)["step"]  # the demo's training loops print their steps
+    progress = page.locator("#changes-progress")
+    for one in (reached["good"], reached["now"]):
+        expect(progress).to_contain_text(f"{one['step']} of {one['of']}" if one["of"] else str(one["step"]))
 
     # the requeue: the first attempt links the second, which links back; the job's page shows both in order
     requeued = Attempt.objects.select_related("job").get(number=1, state="TIMEOUT")
