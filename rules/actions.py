@@ -70,6 +70,8 @@ ACTIONS = {
     "CHECK_SLURMD_SPOOL": "Check the node's slurmd spool directory (SlurmdSpoolDir): it must exist, be writable "
     "and allow execution (not cleaned by a tmp cleaner, not mounted noexec); fix or reboot the node before it runs "
     "jobs again.",
+    "CHECK_STATE_SAVE_LOCATION": "Check slurmctld's StateSaveLocation: free space on its file system, make it "
+    "writable by SlurmUser and check that disk; then submit the job again.",
     "FIX_PROLOG_AND_RESUME_NODE": "Fix the scheduler's prolog script on the node (it failed, so the node was "
     "drained), then resume the node.",
     # the application and its configuration

@@ -152,3 +152,31 @@ def test_a_pod_disruption_condition_names_what_took_the_node_away(tmp_path, reas
     assert result["root_cause"]["rule"] == rule
     assert (result["domain"], result["subdomain"]) == ("infrastructure", subdomain)
     assert result["root_cause"]["nodes"] == ["node02"]
+
+
+def journal(*texts: str, host: str = "node02") -> list[str]:
+    return [f"Nov  2 09:{i + 10:02d}:00 {host} {text}" for i, text in enumerate(texts)]
+
+
+@pytest.mark.parametrize(
+    ("lines", "outcome", "rule"),
+    [
+        (("start-worker[901]: GCP Metadata Service says termination is imminent",
+          "systemd-logind[812]: Power key pressed."), "attributed", "cloud.vm_preempted"),
+        (("start-worker[901]: EC2 Metadata Service says termination is imminent",), "attributed", "cloud.vm_preempted"),
+        (("systemd-logind[812]: Power key pressed short.",), "ambiguous", None),  # a stop presses it too
+        (("start-worker[901]: Azure Metadata Service says a maintenance event is imminent",), "ambiguous", None),
+    ],
+)  # fmt: skip
+def test_a_cloud_taking_the_vm_back_is_a_preemption_when_the_cloud_says_so(tmp_path, lines, outcome, rule):
+    logs = {"node02/syslog.log": journal(*lines), "node01/train.log": app_log("[rank0]: RuntimeError: NCCL error")}
+    result = diagnose_bundle(write_bundle(tmp_path, logs=logs))
+    assert result["outcome"] == outcome
+    if rule:
+        assert (result["root_cause"]["rule"], result["root_cause"]["nodes"]) == (rule, ["node02"])
+        assert (result["domain"], result["subdomain"]) == ("scheduler", "preemption")
+    else:  # the hint or the Scheduled Event: a preemption or a maintenance, the VM named either way
+        assert {(c["domain"], c["subdomain"]) for c in result["candidates"]} >= {
+            ("scheduler", "preemption"), ("infrastructure", "maintenance")
+        }  # fmt: skip
+        assert all(c["nodes"] == ["node02"] for c in result["candidates"] if c["nodes"])
