@@ -9,6 +9,8 @@ from access.roles import VIEWER
 from diagnoses import selectors
 from diagnoses.models import Attempt
 from pages.tests.browser import sign_in
+from pages.tests.test_operator_browser import NARROW, WIDE
+from pages.tests.test_operator_day_browser import no_sideways_scroll
 
 pytestmark = pytest.mark.usefixtures("transactional_roles")  # transactional: the live server sees committed rows only
 
@@ -25,8 +27,13 @@ def test_a_viewer_follows_a_job_across_its_attempts_and_sees_what_changed(page: 
     sequence = page.locator("#job-attempts")
     expect(sequence.locator("tr.current")).to_contain_text("#1 (this one)")
     expect(sequence.get_by_role("link", name="#0")).to_have_attribute("href", f"/attempts/{good.pk}/")
-    page.get_by_role("link", name="What changed since it last worked").click()
+    link = page.get_by_role("link", name="What changed since it last worked")
+    link.focus()
+    page.keyboard.press("Enter")  # by keyboard
     expect(page.get_by_role("heading", name="What changed")).to_be_visible()
+    for viewport in (WIDE, NARROW):  # the log lines of the step and template rows wrap, never scroll sideways
+        page.set_viewport_size(viewport)
+        no_sideways_scroll(page)
     first = page.locator("#changes-software tbody tr").first
     expect(first).to_have_class("changed")
     expect(first).to_contain_text("NCCL")
